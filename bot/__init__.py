@@ -1,0 +1,1 @@
+"""Errand Discord transport: slash commands, threads, progress messages and notices."""

@@ -1,0 +1,1 @@
+"""Errand job engine: durable, transport-agnostic job records, state machine and runtime."""
