@@ -1,0 +1,36 @@
+"""Errand's built-in kinds: ``noop`` (benchmarks) and ``sleep`` (operators, cancellation tests)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from jobs.context import Context
+from jobs.kinds import kind
+
+
+class NoParams(BaseModel):
+    """No parameters."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class SleepParams(BaseModel):
+    """Parameters of ``sleep``."""
+
+    model_config = ConfigDict(extra="forbid")
+    seconds: float = Field(default=1.0, ge=0, le=7 * 24 * 3600, description="How long to sleep")
+
+
+@kind("noop", params=NoParams, retry_safe=True, max_attempts=3)
+async def noop(ctx: Context, params: NoParams) -> dict[str, Any]:
+    """Do nothing and succeed at once."""
+    return {}
+
+
+@kind("sleep", params=SleepParams, retry_safe=True, max_attempts=3)
+async def sleep(ctx: Context, params: SleepParams) -> dict[str, Any]:
+    """Sleep for some seconds, stopping as soon as a cancel is requested."""
+    await ctx.sleep(params.seconds)
+    return {"slept": params.seconds}

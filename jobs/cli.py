@@ -1,0 +1,221 @@
+"""The operator CLI of the engine: ``errand migrate``, ``errand worker`` and ``errand job ...``.
+
+Every ``job`` command takes ``--json`` and prints one JSON object. Bad input (unknown id, bad
+params, an illegal transition) exits with code 2 and one line on stderr, and changes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any, NoReturn, TypeVar
+
+import typer
+
+from jobs.app import Engine, open_engine
+from jobs.errors import ErrandError
+from jobs.logs import configure
+from jobs.settings import Settings
+from jobs.state import Actor, State
+from jobs.worker import Worker
+
+T = TypeVar("T")
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, help="Errand: durable jobs.")
+job_app = typer.Typer(no_args_is_help=True, help="Submit, inspect, cancel and resolve jobs.")
+app.add_typer(job_app, name="job")
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
+
+
+def fail(message: str) -> NoReturn:
+    """One clear line on stderr, exit code 2."""
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2)
+
+
+def _settings() -> Settings:
+    settings = Settings()
+    configure(settings.log_level, settings.log_format)
+    return settings
+
+
+def with_engine(fn: Callable[[Engine], Awaitable[T]]) -> T:
+    """Run ``fn`` against a migrated engine; engine errors become exit code 2."""
+
+    async def main() -> T:
+        async with open_engine(_settings(), pool_max=2) as engine:
+            return await fn(engine)
+
+    try:
+        return asyncio.run(main())
+    except (ErrandError, ValueError) as exc:
+        fail(str(exc))
+
+
+def emit(obj: dict[str, Any], as_json: bool, text: str) -> None:
+    typer.echo(json.dumps(obj, default=str) if as_json else text)
+
+
+def parse_params(pairs: list[str]) -> dict[str, Any]:
+    """``key=value`` pairs; values are JSON when they parse as JSON, else strings."""
+    params: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            fail(f"bad --param {pair!r}: expected key=value")
+        try:
+            params[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            params[key] = raw
+    return params
+
+
+@app.command()
+def migrate() -> None:
+    """Apply pending database migrations."""
+    from jobs.migrate import migrate as run_migrations
+
+    async def go(engine: Engine) -> list[str]:
+        async with engine.pool.acquire() as conn:
+            return await run_migrations(conn)  # already applied by open_engine: reports none
+
+    applied = with_engine(go)
+    typer.echo("migrations up to date" + (f" (applied {', '.join(applied)})" if applied else ""))
+
+
+@app.command()
+def worker(
+    concurrency: Annotated[int | None, typer.Option(help="Jobs run at once.")] = None,
+) -> None:
+    """Run jobs until SIGTERM/SIGINT (a second signal stops hard)."""
+    settings = _settings()
+    if concurrency is not None:
+        settings.worker.concurrency = concurrency
+
+    async def main() -> None:
+        stop, hard = asyncio.Event(), asyncio.Event()
+        loop = asyncio.get_running_loop()
+
+        def on_signal() -> None:
+            (hard if stop.is_set() else stop).set()
+
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, on_signal)
+        async with open_engine(settings, pool_max=settings.db.pool_max) as engine:
+            await Worker(engine.store, engine.registry, settings.worker, dsn=engine.dsn).run(
+                stop, hard
+            )
+
+    asyncio.run(main())
+
+
+@job_app.command("submit")
+def job_submit(
+    kind: str,
+    param: Annotated[list[str] | None, typer.Option("--param", "-p", help="key=value")] = None,
+    idempotency_key: Annotated[str | None, typer.Option(help="Repeat-safe key.")] = None,
+    requester: Annotated[str, typer.Option(help="Who asks.")] = "cli",
+    as_json: JsonOpt = False,
+) -> None:
+    """Submit a job; prints its id at once."""
+    params = parse_params(param or [])
+
+    async def go(engine: Engine) -> tuple[Any, bool]:
+        return await engine.store.submit(
+            kind, params, requester=requester, idempotency_key=idempotency_key
+        )
+
+    job, created = with_engine(go)
+    out = job.to_json() | {"created": created}
+    emit(out, as_json, f"{job.public_id} {job.state.value}")
+
+
+@job_app.command("status")
+def job_status(job_id: str, as_json: JsonOpt = False) -> None:
+    """Show a job's state, progress, attempts and events."""
+    status = with_engine(lambda e: e.store.status(job_id))
+    out = status.to_json()
+    job = status.job
+    lines = [f"{job.public_id} {job.kind} {job.state.value}"
+             + (f" ({job.reason})" if job.reason else "")]
+    if job.progress:
+        p = job.progress
+        lines.append(f"progress: {p.get('done')}/{p.get('total')} {p.get('note') or ''}".rstrip())
+    lines.append(f"attempts: {job.attempts}/{job.max_attempts}")
+    for ev in status.events:
+        mark = " (ignored)" if ev.ignored else ""
+        lines.append(f"  {ev.at:%H:%M:%S} {ev.from_state or '-'} -> {ev.to_state} "
+                     f"by {ev.actor}{mark}" + (f": {ev.reason}" if ev.reason else ""))
+    emit(out, as_json, "\n".join(lines))
+
+
+@job_app.command("cancel")
+def job_cancel(
+    job_id: str,
+    reason: Annotated[str | None, typer.Option(help="Why.")] = None,
+    force: Annotated[bool, typer.Option(help="Operator: end it now, acknowledged or not.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Cancel a job (queued: at once; running: asks it to stop)."""
+
+    async def go(engine: Engine) -> Any:
+        return await engine.store.cancel(
+            job_id, actor=Actor.OPERATOR, by="cli", reason=reason, force=force
+        )
+
+    result = with_engine(go)
+    out = result.job.to_json() | {"outcome": result.outcome, "changed": result.changed}
+    emit(out, as_json, f"{result.job.public_id} {result.outcome} ({result.job.state.value})")
+
+
+@job_app.command("list")
+def job_list(
+    state: Annotated[list[State] | None, typer.Option(help="Only these states.")] = None,
+    kind: Annotated[str | None, typer.Option(help="Only this kind.")] = None,
+    requester: Annotated[str | None, typer.Option(help="Only this requester.")] = None,
+    newer_than: Annotated[float | None, typer.Option(help="Only jobs newer than N s.")] = None,
+    limit: Annotated[int, typer.Option(help="At most N jobs.")] = 50,
+    as_json: JsonOpt = False,
+) -> None:
+    """List recent jobs, newest first."""
+
+    async def go(engine: Engine) -> Any:
+        return await engine.store.list_jobs(
+            states=state, kind=kind, requester=requester, newer_than_seconds=newer_than,
+            limit=limit,
+        )
+
+    jobs = with_engine(go)
+    text = "\n".join(f"{j.public_id} {j.kind:10} {j.state.value:10} {j.created_at:%Y-%m-%d %H:%M}"
+                     for j in jobs) or "no jobs"
+    emit({"jobs": [j.to_json() for j in jobs]}, as_json, text)
+
+
+@job_app.command("resolve")
+def job_resolve(
+    job_id: str,
+    as_: Annotated[str, typer.Option("--as", help="succeeded | failed | retry | cancelled")],
+    note: Annotated[str, typer.Option(help="What you found (recorded).")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Settle a job whose outcome is unknown."""
+
+    async def go(engine: Engine) -> Any:
+        return await engine.store.resolve(
+            job_id, actor=Actor.OPERATOR, outcome=as_, note=note, by="operator"
+        )
+
+    job = with_engine(go)
+    emit(job.to_json(), as_json, f"{job.public_id} {job.state.value}")
+
+
+def main() -> None:
+    """Entry point of the engine-only CLI."""
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.exit(130)

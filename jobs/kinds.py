@@ -1,0 +1,142 @@
+"""The registry of job kinds: a handler, its parameter model and its metadata, by name.
+
+Kinds come from the :func:`kind` decorator (Errand's built-ins and a user's code) and from the
+``errand.kinds`` entry-point group, so a user's package can add kinds without touching Errand.
+An entry point names a module (imported for its decorators) or a :class:`Kind` object.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ValidationError
+
+from jobs.errors import InvalidParams, UnknownKind
+
+if TYPE_CHECKING:
+    from jobs.context import Context
+
+Handler = Callable[["Context", Any], Awaitable[Any]]
+ENTRY_POINT_GROUP = "errand.kinds"
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A registered kind of job."""
+
+    name: str
+    handler: Handler
+    params: type[BaseModel]
+    description: str = ""
+    # Safe to run again from the start after a failure or a lost worker.
+    retry_safe: bool = False
+    # Attempts in all, including the first; only retry-safe kinds get more than one.
+    max_attempts: int = 1
+    # Maximum wall time from submit to the end, in seconds (None: no deadline).
+    deadline_seconds: float | None = None
+    # Whether the requester (not only an operator) may resolve an ``unknown`` outcome.
+    requester_may_resolve: bool = False
+
+    def validate(self, raw: dict[str, Any]) -> dict[str, Any]:
+        """Validated, normalized parameters as JSON-able data.
+
+        Raises:
+            InvalidParams: with one short line naming each bad field.
+        """
+        try:
+            model = self.params.model_validate(raw)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in err['loc']) or 'params'}: {err['msg']}"
+                for err in exc.errors()
+            )
+            raise InvalidParams(f"invalid params for {self.name}: {problems}") from None
+        return model.model_dump(mode="json")
+
+    def parse(self, stored: dict[str, Any]) -> BaseModel:
+        """The parameter model for stored (already validated) params."""
+        return self.params.model_validate(stored)
+
+
+class Registry:
+    """Kinds by name."""
+
+    def __init__(self) -> None:
+        self._kinds: dict[str, Kind] = {}
+
+    def add(self, kind: Kind) -> Kind:
+        if kind.name in self._kinds and self._kinds[kind.name] is not kind:
+            raise ValueError(f"kind {kind.name!r} is already registered")
+        if kind.max_attempts > 1 and not kind.retry_safe:
+            raise ValueError(f"kind {kind.name!r}: only retry-safe kinds may have max_attempts > 1")
+        self._kinds[kind.name] = kind
+        return kind
+
+    def get(self, name: str) -> Kind:
+        try:
+            return self._kinds[name]
+        except KeyError:
+            raise UnknownKind(name, list(self._kinds)) from None
+
+    def names(self) -> list[str]:
+        return sorted(self._kinds)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._kinds
+
+    def load_entry_points(self) -> list[str]:
+        """Import every ``errand.kinds`` entry point; returns the names it provided."""
+        loaded: list[str] = []
+        for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+            before = set(self._kinds)
+            obj = ep.load()
+            if isinstance(obj, Kind):
+                self.add(obj)
+            loaded.extend(sorted(set(self._kinds) - before) or [ep.name])
+        return loaded
+
+
+registry = Registry()
+"""The process-wide registry the decorator writes to."""
+
+
+def kind(
+    name: str,
+    *,
+    params: type[BaseModel],
+    description: str = "",
+    retry_safe: bool = False,
+    max_attempts: int = 1,
+    deadline_seconds: float | None = None,
+    requester_may_resolve: bool = False,
+    into: Registry | None = None,
+) -> Callable[[Handler], Handler]:
+    """Register an async handler as a kind of job."""
+
+    def register(handler: Handler) -> Handler:
+        (into or registry).add(
+            Kind(
+                name=name,
+                handler=handler,
+                params=params,
+                description=description or (handler.__doc__ or "").strip().split("\n")[0],
+                retry_safe=retry_safe,
+                max_attempts=max_attempts,
+                deadline_seconds=deadline_seconds,
+                requester_may_resolve=requester_may_resolve,
+            )
+        )
+        return handler
+
+    return register
+
+
+def default_registry() -> Registry:
+    """The registry with Errand's built-in kinds and every installed entry point."""
+    import jobs.builtin  # noqa: F401  (registers the built-in kinds)
+
+    registry.load_entry_points()
+    return registry

@@ -1,0 +1,29 @@
+"""Named runtime SQL: ``jobs/sql/*.sql`` loaded once into a mapping of name -> query text."""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from pathlib import Path
+
+_HEADER = re.compile(r"^-- name: (?P<name>[a-z_]+)\s*$", re.MULTILINE)
+
+
+@cache
+def queries() -> dict[str, str]:
+    """Every named query; raises on a duplicate name."""
+    found: dict[str, str] = {}
+    for path in sorted((Path(__file__).parent / "sql").glob("*.sql")):
+        text = path.read_text()
+        marks = list(_HEADER.finditer(text))
+        for mark, nxt in zip(marks, [*marks[1:], None], strict=True):
+            body = text[mark.end() : nxt.start() if nxt else len(text)].strip()
+            if mark["name"] in found:
+                raise ValueError(f"duplicate query name {mark['name']} in {path.name}")
+            found[mark["name"]] = body
+    return found
+
+
+def q(name: str) -> str:
+    """The text of one named query."""
+    return queries()[name]

@@ -1,0 +1,228 @@
+-- Runtime SQL of the job engine. Each query starts with "-- name: NAME" and a one-line
+-- description; jobs/queries.py loads them into a mapping and a test checks every name used exists.
+-- Placeholders are asyncpg's $n.
+
+-- name: job_insert
+-- Create a job unless its idempotency key exists, with its creation event and outbox row.
+WITH ins AS (
+    INSERT INTO job (public_id, kind, params, requester, origin, origin_group, idempotency_key,
+                     max_attempts, deadline_at)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
+            CASE WHEN $9::float8 IS NULL THEN NULL ELSE now() + make_interval(secs => $9) END)
+    ON CONFLICT (idempotency_key) DO NOTHING
+    RETURNING *
+), ev AS (
+    INSERT INTO event (job_id, from_state, to_state, actor, reason)
+    SELECT id, NULL, 'queued', 'requester', 'submitted' FROM ins
+    RETURNING id, job_id
+), ob AS (
+    INSERT INTO outbox (job_id, event_id, topic, payload)
+    SELECT ins.id, ev.id, 'transition',
+           jsonb_build_object('from', NULL, 'to', 'queued', 'reason', 'submitted')
+    FROM ins JOIN ev ON ev.job_id = ins.id
+    WHERE ins.origin <> '{}'::jsonb
+)
+SELECT ins.*, pg_notify('errand_job', ins.kind)::text AS _notified FROM ins;
+
+-- name: job_by_idempotency_key
+-- The job a repeated submit refers to.
+SELECT * FROM job WHERE idempotency_key = $1;
+
+-- name: job_count_active_by_requester
+-- Queued and live jobs of one requester (quota check).
+SELECT count(*) FROM job
+WHERE requester = $1 AND state IN ('queued', 'running', 'cancelling', 'unknown');
+
+-- name: job_count_active_by_group
+-- Queued and live jobs of one origin group, e.g. a Discord guild (quota check).
+SELECT count(*) FROM job
+WHERE origin_group = $1 AND state IN ('queued', 'running', 'cancelling', 'unknown');
+
+-- name: job_get
+-- One job by public id.
+SELECT * FROM job WHERE public_id = $1;
+
+-- name: job_get_for_update
+-- One job by public id, locked for the rest of the transaction.
+SELECT * FROM job WHERE public_id = $1 FOR UPDATE;
+
+-- name: job_list
+-- Recent jobs, newest first, with optional filters (NULL means any).
+SELECT * FROM job
+WHERE ($1::job_state[] IS NULL OR state = ANY($1))
+  AND ($2::text IS NULL OR kind = $2)
+  AND ($3::text IS NULL OR requester = $3)
+  AND ($4::float8 IS NULL OR created_at >= now() - make_interval(secs => $4))
+  AND ($5::text IS NULL OR origin_group = $5)
+ORDER BY created_at DESC, id DESC
+LIMIT $6;
+
+-- name: event_list_by_job
+-- A job's events, oldest first.
+SELECT * FROM event WHERE job_id = $1 ORDER BY id;
+
+-- name: attempt_list_by_job
+-- A job's attempts, oldest first.
+SELECT * FROM attempt WHERE job_id = $1 ORDER BY number;
+
+-- name: attempt_insert_claimable
+-- Lock up to $4 claimable jobs (skipping rows others hold) and open an attempt on each.
+WITH picked AS (
+    SELECT id, attempts FROM job
+    WHERE state = ANY($1::job_state[]) AND run_at <= now()
+      AND ($5::text[] IS NULL OR kind = ANY($5))
+    ORDER BY run_at, id
+    LIMIT $4
+    FOR UPDATE SKIP LOCKED
+)
+INSERT INTO attempt (job_id, number, worker, lease_expires_at)
+SELECT id, attempts + 1, $2, now() + make_interval(secs => $3) FROM picked
+RETURNING id, job_id;
+
+-- name: job_transition
+-- Move jobs by a table of moves (from -> to), fenced by attempt when asked, with events,
+-- the end of the previous attempt, outbox rows and wake-ups, all in one statement.
+-- $10 fence: 'attempt' = only the current attempt may write; 'claim' = the attempt in $2 takes
+-- the lease; 'none' = no attempt involved. A move reason of '@keep' keeps the job's reason.
+WITH input AS (
+    SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::jsonb[], $5::jsonb[],
+                         $6::timestamptz[])
+        AS t(job_id, attempt_id, reason, result, error, run_at)
+), moves AS (
+    SELECT * FROM unnest($7::job_state[], $8::job_state[], $11::text[], $12::text[])
+        AS m(from_state, to_state, reason, outcome)
+), cur AS (
+    SELECT j.id, j.state, j.current_attempt_id, j.reason AS old_reason,
+           i.attempt_id, i.reason, i.result, i.error, i.run_at
+    FROM job j JOIN input i ON i.job_id = j.id
+    ORDER BY j.id
+    FOR UPDATE OF j
+), plan AS (
+    SELECT c.*, m.to_state, m.outcome,
+           CASE WHEN m.reason = '@keep' THEN c.old_reason ELSE coalesce(m.reason, c.reason) END
+               AS new_reason
+    FROM cur c JOIN moves m ON m.from_state = c.state
+    WHERE $10::text <> 'attempt' OR c.current_attempt_id = c.attempt_id
+), moved AS (
+    UPDATE job j SET
+        state = p.to_state,
+        reason = p.new_reason,
+        result = coalesce(p.result, j.result),
+        error = coalesce(p.error, j.error),
+        run_at = coalesce(p.run_at, j.run_at),
+        current_attempt_id = CASE
+            WHEN p.to_state NOT IN ('running', 'cancelling') THEN NULL
+            WHEN $10::text = 'claim' THEN p.attempt_id
+            ELSE j.current_attempt_id END,
+        attempts = j.attempts + (CASE WHEN $10::text = 'claim' THEN 1 ELSE 0 END),
+        started_at = CASE WHEN $10::text = 'claim' THEN coalesce(j.started_at, now())
+                          ELSE j.started_at END,
+        finished_at = CASE WHEN p.to_state IN ('succeeded', 'failed', 'cancelled')
+                           THEN now() END,
+        cancel_requested_at = CASE WHEN $13::text IS NULL THEN j.cancel_requested_at
+                                   ELSE coalesce(j.cancel_requested_at, now()) END,
+        cancel_requested_by = coalesce(j.cancel_requested_by, $13::text),
+        cancel_reason = coalesce(j.cancel_reason, $14::text),
+        updated_at = now()
+    FROM plan p
+    WHERE j.id = p.id
+    RETURNING j.*, p.state AS from_state, p.current_attempt_id AS prev_attempt_id,
+              p.attempt_id AS writer_attempt_id, p.outcome AS attempt_outcome,
+              p.error AS attempt_error
+), ended AS (
+    UPDATE attempt a SET ended_at = now(), outcome = m.attempt_outcome, error = m.attempt_error
+    FROM moved m
+    WHERE a.id = m.prev_attempt_id AND m.state NOT IN ('running', 'cancelling')
+), ev AS (
+    INSERT INTO event (job_id, from_state, to_state, actor, attempt_id, reason, data)
+    SELECT m.id, m.from_state, m.state, $9::job_actor,
+           coalesce(m.writer_attempt_id, m.prev_attempt_id), m.reason, $15::jsonb
+    FROM moved m
+    RETURNING id, job_id
+), ignored AS (
+    -- A write from an attempt that lost its lease, or after the job ended: kept as evidence,
+    -- with the result or error it carried ("left behind"), and it changes nothing else.
+    INSERT INTO event (job_id, from_state, to_state, actor, attempt_id, reason, data, ignored)
+    SELECT c.id, c.state, $16::job_state, $9::job_actor, c.attempt_id, c.reason,
+           jsonb_strip_nulls(jsonb_build_object(
+               'current_attempt_id', c.current_attempt_id, 'left_behind_result', c.result,
+               'error', c.error)),
+           true
+    FROM cur c
+    WHERE $10::text = 'attempt' AND NOT EXISTS (SELECT 1 FROM plan p WHERE p.id = c.id)
+), ob AS (
+    INSERT INTO outbox (job_id, event_id, topic, payload)
+    SELECT m.id, ev.id, 'transition',
+           jsonb_build_object('from', m.from_state, 'to', m.state, 'reason', m.reason)
+    FROM moved m JOIN ev ON ev.job_id = m.id
+    WHERE m.origin <> '{}'::jsonb
+)
+SELECT c.id, c.state AS from_state, m.state AS to_state, m.public_id, m.kind, m.params,
+       m.attempts, m.max_attempts, m.deadline_at, m.current_attempt_id, m.origin, m.reason,
+       CASE
+           WHEN m.id IS NULL THEN NULL
+           WHEN m.state = 'cancelling' THEN
+               pg_notify('errand_cancel', m.current_attempt_id::text)::text
+           WHEN m.state = 'queued' THEN pg_notify('errand_job', m.kind)::text
+       END AS _notified,
+       CASE WHEN m.id IS NOT NULL AND m.origin <> '{}'::jsonb
+            THEN pg_notify('errand_outbox', '')::text END AS _outbox_notified
+FROM cur c LEFT JOIN moved m ON m.id = c.id;
+
+-- name: attempt_heartbeat
+-- Renew every live lease of one worker in one statement; report which of the attempts the
+-- worker believes it runs were asked to cancel or are no longer current.
+WITH renewed AS (
+    UPDATE attempt a SET heartbeat_at = now(), lease_expires_at = now() + make_interval(secs => $2)
+    FROM job j
+    WHERE a.worker = $1 AND a.ended_at IS NULL AND j.id = a.job_id
+      AND j.current_attempt_id = a.id
+    RETURNING a.id, j.state
+)
+SELECT x.id AS attempt_id, coalesce(r.state::text, 'lost') AS state
+FROM unnest($3::bigint[]) AS x(id) LEFT JOIN renewed r ON r.id = x.id
+WHERE r.id IS NULL OR r.state = 'cancelling';
+
+-- name: job_set_progress
+-- Record progress from the attempt holding the lease; wakes transports watching the job.
+UPDATE job SET progress = $3, updated_at = now()
+WHERE id = $1 AND current_attempt_id = $2
+RETURNING public_id, pg_notify('errand_progress', public_id)::text AS _notified;
+
+-- name: job_expired_leases
+-- Live jobs whose lease expired, locked so two reapers never act on one job.
+SELECT j.id, j.public_id, j.state, j.attempts, j.max_attempts, j.cancel_reason,
+       a.id AS attempt_id,
+       EXISTS (SELECT 1 FROM effect e WHERE e.job_id = j.id AND e.status = 'intent'
+                 AND NOT e.has_lookup) AS blind_effect_in_flight
+FROM job j JOIN attempt a ON a.id = j.current_attempt_id
+WHERE j.state IN ('running', 'cancelling') AND a.lease_expires_at < now()
+ORDER BY j.id
+LIMIT $1
+FOR UPDATE OF j SKIP LOCKED;
+
+-- name: job_cancel_overdue
+-- Cancelling jobs whose attempt did not acknowledge within the grace period.
+SELECT j.id, j.public_id, j.cancel_reason, j.current_attempt_id AS attempt_id
+FROM job j
+WHERE j.state = 'cancelling' AND j.cancel_requested_at < now() - make_interval(secs => $1)
+ORDER BY j.id
+LIMIT $2
+FOR UPDATE SKIP LOCKED;
+
+-- name: job_past_deadline
+-- Queued or running jobs past their deadline.
+SELECT j.id, j.public_id, j.state
+FROM job j
+WHERE j.deadline_at < now() AND j.state IN ('queued', 'running')
+ORDER BY j.id
+LIMIT $1
+FOR UPDATE SKIP LOCKED;
+
+-- name: job_next_run_at
+-- When the next queued job becomes claimable (for a worker's sleep).
+SELECT min(run_at) FROM job WHERE state = 'queued';
+
+-- name: job_state_counts
+-- Jobs per state.
+SELECT state::text, count(*) FROM job GROUP BY state;

@@ -1,0 +1,478 @@
+"""The job store: every read and write of the job record, on PostgreSQL.
+
+State changes go through :func:`jobs.transition.transition`; this module decides which moves a
+request means (the race policy lives in the ``Move`` lists below) and turns rows that did not move
+into typed errors or answers.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import asyncpg
+
+from jobs.db import Conn
+from jobs.errors import IllegalTransition, NotAllowed, QuotaExceeded, StaleTransition, UnknownJob
+from jobs.ids import new_public_id, normalize
+from jobs.kinds import Registry
+from jobs.model import AttemptView, CancelOutcome, Claim, EventView, JobStatus, JobView
+from jobs.queries import q
+from jobs.state import TERMINAL, Actor, State, allowed, sources
+from jobs.transition import KEEP_REASON, Move, Moved, Row, transition
+
+S = State
+
+COMPLETED_DESPITE_CANCEL = "completed despite cancel request"
+
+# The race policy, as moves (see docs/state-machine.md).
+SUCCEED = [
+    Move(S.RUNNING, S.SUCCEEDED, outcome="succeeded"),
+    Move(S.CANCELLING, S.SUCCEEDED, COMPLETED_DESPITE_CANCEL, outcome="succeeded"),
+]
+FAIL = [
+    Move(S.RUNNING, S.FAILED, outcome="failed"),
+    Move(S.CANCELLING, S.CANCELLED, KEEP_REASON, outcome="cancelled"),  # no retry once cancelling
+]
+RETRY = [
+    Move(S.RUNNING, S.QUEUED, outcome="retry"),
+    Move(S.CANCELLING, S.CANCELLED, KEEP_REASON, outcome="cancelled"),
+]
+RELEASE = [
+    Move(S.RUNNING, S.QUEUED, "released by worker shutdown", outcome="released"),
+    Move(S.CANCELLING, S.CANCELLED, KEEP_REASON, outcome="cancelled"),
+]
+ACK_CANCEL = [Move(S.CANCELLING, S.CANCELLED, KEEP_REASON, outcome="cancelled")]
+MARK_UNKNOWN = [Move(S.RUNNING, S.UNKNOWN, outcome="unknown")]
+
+
+@dataclass(frozen=True)
+class Quotas:
+    """Limits on queued and live jobs; ``None`` means unlimited."""
+
+    per_requester: int | None = None
+    per_group: int | None = None
+
+
+@dataclass(frozen=True)
+class Finish:
+    """How an attempt ended, as reported by the worker runtime."""
+
+    job_id: int
+    attempt_id: int
+    # succeeded | failed | retry | cancelled | released | unknown
+    outcome: str
+    result: Any = None
+    error: Any = None
+    reason: str | None = None
+    run_at: datetime | None = None
+
+
+_FINISH_MOVES: dict[str, tuple[list[Move], State]] = {
+    "succeeded": (SUCCEED, S.SUCCEEDED),
+    "failed": (FAIL, S.FAILED),
+    "retry": (RETRY, S.QUEUED),
+    "cancelled": (ACK_CANCEL, S.CANCELLED),
+    "released": (RELEASE, S.QUEUED),
+    "unknown": (MARK_UNKNOWN, S.UNKNOWN),
+}
+
+
+def backoff(attempt: int, *, base: float = 1.0, cap: float = 300.0) -> float:
+    """Seconds before retry number ``attempt``: exponential with full jitter, capped."""
+    return random.uniform(0, min(cap, base * 2 ** max(0, attempt - 1)))
+
+
+def redact_error(exc: BaseException, limit: int = 2000) -> dict[str, str]:
+    """An error as stored: type and message, cut short; never locals or arguments."""
+    from jobs.secrets import scrub
+
+    return {"type": type(exc).__name__, "message": scrub(str(exc))[:limit]}
+
+
+class JobStore:
+    """Reads and writes of the job record through one pool."""
+
+    def __init__(
+        self, pool: asyncpg.Pool, registry: Registry, *, quotas: Quotas | None = None
+    ) -> None:
+        self.pool = pool
+        self.registry = registry
+        self.quotas = quotas or Quotas()
+
+    # -- submit and read ------------------------------------------------------------------
+
+    async def submit(
+        self,
+        kind: str,
+        params: dict[str, Any],
+        *,
+        requester: str,
+        origin: dict[str, Any] | None = None,
+        origin_group: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> tuple[JobView, bool]:
+        """Create a job, or return the one this idempotency key already made.
+
+        Returns:
+            The job and whether this call created it.
+
+        Raises:
+            UnknownKind, InvalidParams: nothing was created.
+            QuotaExceeded: the requester or group is at its limit; nothing was created.
+        """
+        spec = self.registry.get(kind)
+        clean = spec.validate(params)
+        async with self.pool.acquire() as conn, conn.transaction():
+            if idempotency_key is not None:
+                existing = await conn.fetchrow(q("job_by_idempotency_key"), idempotency_key)
+                if existing is not None:
+                    return JobView.from_record(existing), False
+            await self._check_quotas(conn, requester, origin_group)
+            for _ in range(5):
+                try:
+                    async with conn.transaction():  # a savepoint: retry a public-id collision
+                        record = await conn.fetchrow(
+                            q("job_insert"),
+                            new_public_id(),
+                            kind,
+                            clean,
+                            requester,
+                            origin or {},
+                            origin_group,
+                            idempotency_key,
+                            spec.max_attempts,
+                            spec.deadline_seconds,
+                        )
+                except asyncpg.UniqueViolationError as exc:
+                    if "public_id" in str(exc.constraint_name or ""):
+                        continue
+                    raise
+                if record is None:  # a concurrent submit with the same key won the insert
+                    record = await conn.fetchrow(q("job_by_idempotency_key"), idempotency_key)
+                    assert record is not None
+                    return JobView.from_record(record), False
+                return JobView.from_record(record), True
+        raise RuntimeError("could not allocate a public id")  # pragma: no cover
+
+    async def _check_quotas(
+        self, conn: Conn, requester: str, group: str | None
+    ) -> None:
+        # A per-requester/group advisory lock makes count-then-insert safe against a burst of
+        # concurrent submits from one person.
+        if self.quotas.per_requester is not None:
+            await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 1))", requester)
+            count = await conn.fetchval(q("job_count_active_by_requester"), requester)
+            if count >= self.quotas.per_requester:
+                raise QuotaExceeded(
+                    f"quota reached: {count} of {self.quotas.per_requester} active jobs for you; "
+                    "wait for one to finish or cancel one"
+                )
+        if self.quotas.per_group is not None and group is not None:
+            await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 2))", group)
+            count = await conn.fetchval(q("job_count_active_by_group"), group)
+            if count >= self.quotas.per_group:
+                raise QuotaExceeded(
+                    f"quota reached: {count} of {self.quotas.per_group} active jobs here; "
+                    "wait for one to finish"
+                )
+
+    async def get(self, public_id: str) -> JobView:
+        """One job. Raises UnknownJob."""
+        record = await self.pool.fetchrow(q("job_get"), normalize(public_id))
+        if record is None:
+            raise UnknownJob(public_id)
+        return JobView.from_record(record)
+
+    async def status(self, public_id: str) -> JobStatus:
+        """A job with its attempts and events. Raises UnknownJob."""
+        async with self.pool.acquire() as conn, conn.transaction(isolation="repeatable_read"):
+            record = await conn.fetchrow(q("job_get"), normalize(public_id))
+            if record is None:
+                raise UnknownJob(public_id)
+            attempts = await conn.fetch(q("attempt_list_by_job"), record["id"])
+            events = await conn.fetch(q("event_list_by_job"), record["id"])
+        return JobStatus(
+            job=JobView.from_record(record),
+            attempts=[AttemptView.from_record(a) for a in attempts],
+            events=[EventView.from_record(e) for e in events],
+        )
+
+    async def list_jobs(
+        self,
+        *,
+        states: Sequence[State] | None = None,
+        kind: str | None = None,
+        requester: str | None = None,
+        newer_than_seconds: float | None = None,
+        origin_group: str | None = None,
+        limit: int = 50,
+    ) -> list[JobView]:
+        """Recent jobs, newest first."""
+        records = await self.pool.fetch(
+            q("job_list"),
+            [s.value for s in states] if states else None,
+            kind,
+            requester,
+            newer_than_seconds,
+            origin_group,
+            limit,
+        )
+        return [JobView.from_record(r) for r in records]
+
+    # -- requests from people -------------------------------------------------------------
+
+    async def cancel(
+        self,
+        public_id: str,
+        *,
+        actor: Actor = Actor.REQUESTER,
+        by: str,
+        reason: str | None = None,
+        force: bool = False,
+    ) -> CancelOutcome:
+        """Ask a job to stop; idempotent, and truthful about what happened.
+
+        ``queued`` becomes ``cancelled`` at once; ``running`` becomes ``cancelling`` and the
+        attempt is told; with ``force`` (operators) anything not terminal becomes ``cancelled``.
+        """
+        if force and actor is not Actor.OPERATOR:
+            raise NotAllowed("only an operator can force a cancel")
+        text = f"cancelled by {actor.value}" + (f": {reason}" if reason else "")
+        if force:
+            moves = [
+                Move(S.QUEUED, S.CANCELLED, text),
+                Move(S.RUNNING, S.CANCELLED, f"{text} (forced)", outcome="revoked"),
+                Move(S.CANCELLING, S.CANCELLED, f"{text} (forced)", outcome="revoked"),
+                Move(S.UNKNOWN, S.CANCELLED, text),
+            ]
+        else:
+            moves = [Move(S.QUEUED, S.CANCELLED, text), Move(S.RUNNING, S.CANCELLING, text)]
+        async with self.pool.acquire() as conn, conn.transaction():
+            job = await conn.fetchrow(q("job_get_for_update"), normalize(public_id))
+            if job is None:
+                raise UnknownJob(public_id)
+            [moved] = await transition(
+                conn,
+                actor=actor,
+                moves=moves,
+                rows=[Row(job["id"])],
+                fence="none",
+                nominal=S.CANCELLED,
+                cancel_by=by,
+                cancel_reason=reason or f"requested by {actor.value}",
+            )
+            current = await conn.fetchrow(q("job_get"), job["public_id"])
+        view = JobView.from_record(current)
+        if moved.ok:
+            outcome = "cancelled" if moved.target is S.CANCELLED else "cancelling"
+            return CancelOutcome(view, outcome, True)
+        if moved.source is S.CANCELLING:
+            return CancelOutcome(view, "already_cancelling", False)
+        if moved.source in TERMINAL:
+            return CancelOutcome(view, "too_late", False)
+        raise IllegalTransition(view.public_id, moved.source.value, "cancelled", actor.value)
+
+    async def resolve(
+        self,
+        public_id: str,
+        *,
+        actor: Actor,
+        outcome: str,
+        note: str,
+        by: str,
+    ) -> JobView:
+        """Settle an ``unknown`` job as succeeded, failed, cancelled or a retry.
+
+        Raises:
+            NotAllowed: a requester whose kind does not allow requester resolution.
+            IllegalTransition: the job is not ``unknown``.
+        """
+        target = {"succeeded": S.SUCCEEDED, "failed": S.FAILED, "retry": S.QUEUED,
+                  "cancelled": S.CANCELLED}.get(outcome)
+        if target is None:
+            raise ValueError("resolve as one of: succeeded, failed, retry, cancelled")
+        job = await self.get(public_id)
+        if actor is Actor.REQUESTER and not self.registry.get(job.kind).requester_may_resolve:
+            raise NotAllowed(f"jobs of kind {job.kind} can only be resolved by an operator")
+        if target not in allowed(S.UNKNOWN, actor):
+            raise NotAllowed(f"a {actor.value} cannot resolve a job as {outcome}")
+        text = f"resolved as {outcome} by {by}: {note}"
+        async with self.pool.acquire() as conn:
+            [moved] = await transition(
+                conn,
+                actor=actor,
+                moves=[Move(S.UNKNOWN, target, text)],
+                rows=[Row(job.id, run_at=datetime.now(UTC) if target is S.QUEUED else None)],
+                fence="none",
+                nominal=target,
+                data={"note": note, "by": by},
+            )
+        if not moved.ok:
+            raise IllegalTransition(job.public_id, moved.source.value, target.value, actor.value)
+        return await self.get(job.public_id)
+
+    # -- workers --------------------------------------------------------------------------
+
+    async def claim(
+        self,
+        worker: str,
+        *,
+        limit: int,
+        lease_seconds: float,
+        kinds: Sequence[str] | None = None,
+    ) -> list[Claim]:
+        """Claim up to ``limit`` due jobs with ``FOR UPDATE SKIP LOCKED``; one attempt each."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            attempts = await conn.fetch(
+                q("attempt_insert_claimable"),
+                [s.value for s in sources(Actor.WORKER, S.RUNNING)],
+                worker,
+                lease_seconds,
+                limit,
+                list(kinds) if kinds is not None else None,
+            )
+            if not attempts:
+                return []
+            moved = await transition(
+                conn,
+                actor=Actor.WORKER,
+                moves=[Move(S.QUEUED, S.RUNNING)],
+                rows=[Row(a["job_id"], attempt_id=a["id"]) for a in attempts],
+                fence="claim",
+                nominal=S.RUNNING,
+            )
+        return [
+            Claim(
+                job_id=m.job_id,
+                public_id=m.record["public_id"],
+                kind=m.record["kind"],
+                params=m.record["params"],
+                attempt_id=m.record["current_attempt_id"],
+                attempt=m.record["attempts"],
+                max_attempts=m.record["max_attempts"],
+                deadline_at=m.record["deadline_at"],
+            )
+            for m in moved
+            if m.ok
+        ]
+
+    async def heartbeat(
+        self, worker: str, lease_seconds: float, attempt_ids: Sequence[int]
+    ) -> dict[int, str]:
+        """Renew all of a worker's leases in one statement.
+
+        Returns:
+            For each attempt the worker runs that must stop: ``cancelling`` (a cancel was
+            requested) or ``lost`` (the attempt no longer holds the lease).
+        """
+        rows = await self.pool.fetch(q("attempt_heartbeat"), worker, lease_seconds, attempt_ids)
+        return {r["attempt_id"]: r["state"] for r in rows}
+
+    async def set_progress(self, job_id: int, attempt_id: int, progress: dict[str, Any]) -> bool:
+        """Record progress; False when the attempt no longer holds the lease."""
+        row = await self.pool.fetchrow(q("job_set_progress"), job_id, attempt_id, progress)
+        return row is not None
+
+    async def finish(self, finishes: Sequence[Finish]) -> list[Moved]:
+        """Record how attempts ended, grouped into one statement per kind of outcome.
+
+        A finish from an attempt that no longer holds the lease changes nothing and is kept as
+        an ignored event; the returned ``Moved`` says which rows moved.
+        """
+        out: list[Moved] = []
+        by_outcome: dict[str, list[Finish]] = {}
+        for f in finishes:
+            by_outcome.setdefault(f.outcome, []).append(f)
+        async with self.pool.acquire() as conn, conn.transaction():
+            for outcome, group in by_outcome.items():
+                moves, nominal = _FINISH_MOVES[outcome]
+                out += await transition(
+                    conn,
+                    actor=Actor.WORKER,
+                    moves=moves,
+                    rows=[
+                        Row(f.job_id, f.attempt_id, f.reason, f.result, f.error, f.run_at)
+                        for f in group
+                    ],
+                    fence="attempt",
+                    nominal=nominal,
+                )
+        return out
+
+    async def finish_one(self, finish: Finish) -> Moved:
+        """Record one attempt's end. Raises StaleTransition when it no longer holds the lease."""
+        [moved] = await self.finish([finish])
+        if not moved.ok:
+            raise StaleTransition(
+                str(finish.job_id), moved.source.value, finish.outcome, Actor.WORKER.value
+            )
+        return moved
+
+    # -- the system: reaper, cancel grace and deadlines -------------------------------------
+
+    async def reap(
+        self, *, cancel_grace_seconds: float, batch: int = 100, retry_base: float = 1.0
+    ) -> dict[str, int]:
+        """Settle expired leases, unacknowledged cancels and passed deadlines.
+
+        Any worker may run it; ``SKIP LOCKED`` plus the transition's compare-and-set mean two
+        reapers never both act on one job. Returns counts by what was done.
+        """
+        counts: dict[str, int] = {}
+
+        def count(key: str, moved: list[Moved]) -> None:
+            counts[key] = counts.get(key, 0) + sum(m.ok for m in moved)
+
+        now = datetime.now(UTC)
+        async with self.pool.acquire() as conn, conn.transaction():
+            expired = await conn.fetch(q("job_expired_leases"), batch)
+            for r in expired:
+                row = Row(r["id"], attempt_id=r["attempt_id"])
+                if r["state"] == S.CANCELLING:
+                    reason = "timed_out" if r["cancel_reason"] == "timed_out" else "forced"
+                    moves = [Move(S.CANCELLING, S.CANCELLED, reason, outcome="abandoned")]
+                    key = "cancel_forced"
+                elif r["blind_effect_in_flight"]:
+                    moves = [Move(S.RUNNING, S.UNKNOWN,
+                                  "worker lost while a side effect was in flight",
+                                  outcome="abandoned")]
+                    key = "unknown"
+                elif r["attempts"] < r["max_attempts"]:
+                    delay = backoff(r["attempts"], base=retry_base)
+                    row = Row(r["id"], attempt_id=r["attempt_id"],
+                              run_at=now + timedelta(seconds=delay))
+                    moves = [Move(S.RUNNING, S.QUEUED, "lease expired; retrying",
+                                  outcome="abandoned")]
+                    key = "retried"
+                else:
+                    moves = [Move(S.RUNNING, S.FAILED, "lease expired; no attempts left",
+                                  outcome="abandoned")]
+                    key = "failed"
+                count(key, await transition(conn, actor=Actor.SYSTEM, moves=moves, rows=[row],
+                                            fence="attempt", nominal=moves[0].target))
+            overdue = await conn.fetch(q("job_cancel_overdue"), cancel_grace_seconds, batch)
+            for r in overdue:
+                reason = "timed_out" if r["cancel_reason"] == "timed_out" else "forced"
+                count("cancel_forced", await transition(
+                    conn, actor=Actor.SYSTEM,
+                    moves=[Move(S.CANCELLING, S.CANCELLED, reason, outcome="revoked")],
+                    rows=[Row(r["id"], attempt_id=r["attempt_id"])], fence="attempt",
+                    nominal=S.CANCELLED))
+            late = await conn.fetch(q("job_past_deadline"), batch)
+            if late:
+                count("timed_out", await transition(
+                    conn, actor=Actor.SYSTEM,
+                    moves=[Move(S.QUEUED, S.CANCELLED, "timed_out"),
+                           Move(S.RUNNING, S.CANCELLING, "timed_out")],
+                    rows=[Row(r["id"]) for r in late], fence="none", nominal=S.CANCELLED,
+                    cancel_by="system", cancel_reason="timed_out"))
+        return {k: v for k, v in counts.items() if v}
+
+    async def next_run_at(self) -> datetime | None:
+        """When the earliest queued job becomes due."""
+        value: datetime | None = await self.pool.fetchval(q("job_next_run_at"))
+        return value

@@ -1,0 +1,124 @@
+"""The one function through which every job state change goes.
+
+:func:`transition` checks the planned moves against :data:`jobs.state.TRANSITIONS`, then writes
+them with one compare-and-set statement (``job_transition`` in ``sql/queries.sql``): the job rows
+are locked, only rows whose current state is a planned source (and, when fenced, whose current
+attempt is the writer) move, and the event, the end of the previous attempt and the outbox row
+are written in the same statement. Rows that did not move are returned as such; callers turn them
+into typed errors. Writes from an attempt that lost its lease become ``ignored`` events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from jobs.db import Conn
+from jobs.queries import q
+from jobs.state import Actor, State, check_moves
+
+Fence = Literal["attempt", "claim", "none"]
+KEEP_REASON = "@keep"
+"""A move reason meaning "keep the job's current reason" (e.g. the cancel reason)."""
+
+
+@dataclass(frozen=True)
+class Move:
+    """One planned edge: from ``source`` to ``target``; ``outcome`` ends the live attempt."""
+
+    source: State
+    target: State
+    reason: str | None = None
+    outcome: str | None = None
+
+
+@dataclass(frozen=True)
+class Row:
+    """One job to move, with what the writer brings."""
+
+    job_id: int
+    attempt_id: int | None = None
+    reason: str | None = None
+    result: Any = None
+    error: Any = None
+    run_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Moved:
+    """What happened to one row."""
+
+    job_id: int
+    source: State
+    target: State | None  # None: the job did not move
+    record: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.target is not None
+
+
+async def transition(
+    conn: Conn,
+    *,
+    actor: Actor,
+    moves: Sequence[Move],
+    rows: Sequence[Row],
+    fence: Fence,
+    nominal: State,
+    cancel_by: str | None = None,
+    cancel_reason: str | None = None,
+    data: dict[str, Any] | None = None,
+) -> list[Moved]:
+    """Move ``rows`` along ``moves`` as ``actor``, atomically, and say which moved.
+
+    Args:
+        conn: a connection; the statement is atomic on its own, callers may wrap a transaction.
+        actor: who causes the change; every move must be in the table for this actor.
+        moves: the edges allowed for this request, at most one per source state.
+        rows: the jobs, with the writer's attempt, reason, result, error and next ``run_at``.
+        fence: ``attempt`` to accept only the current attempt's writes, ``claim`` when the row's
+            attempt takes the lease, ``none`` otherwise.
+        nominal: the target named in an ``ignored`` event when a fenced write is refused.
+        cancel_by: who asked to cancel (recorded once, on the job).
+        cancel_reason: why (recorded once, on the job).
+        data: extra evidence stored on every event written.
+
+    Raises:
+        ValueError: a move is not in the transition table (a programming error).
+    """
+    check_moves(actor, {m.source: m.target for m in moves})
+    if len({m.source for m in moves}) != len(moves):
+        raise ValueError("at most one move per source state")
+    if not rows:
+        return []
+    records = await conn.fetch(
+        q("job_transition"),
+        [r.job_id for r in rows],
+        [r.attempt_id for r in rows],
+        [r.reason for r in rows],
+        [r.result for r in rows],
+        [r.error for r in rows],
+        [r.run_at for r in rows],
+        [m.source.value for m in moves],
+        [m.target.value for m in moves],
+        actor.value,
+        fence,
+        [m.reason for m in moves],
+        [m.outcome for m in moves],
+        cancel_by,
+        cancel_reason,
+        data,
+        nominal.value,
+    )
+    return [
+        Moved(
+            job_id=r["id"],
+            source=State(r["from_state"]),
+            target=State(r["to_state"]) if r["to_state"] is not None else None,
+            record=dict(r),
+        )
+        for r in records
+    ]

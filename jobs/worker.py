@@ -1,0 +1,261 @@
+"""The worker runtime: claims jobs, runs their handlers as asyncio tasks, keeps their leases.
+
+One worker process runs up to ``concurrency`` jobs. It wakes on ``LISTEN errand_job`` (with a
+polling fallback), claims in batches, renews every lease it holds with one statement per
+heartbeat, learns of cancels by ``LISTEN errand_cancel`` *and* by the heartbeat reply (so a missed
+NOTIFY never loses a cancel), records how attempts end in batches, and runs the reaper.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+import socket
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import asyncpg
+import structlog
+
+from jobs.context import Context, JobCancelled
+from jobs.kinds import Registry
+from jobs.logs import get_logger
+from jobs.model import Claim
+from jobs.settings import WorkerSettings
+from jobs.store import Finish, JobStore, backoff, redact_error
+
+log = get_logger("worker")
+
+
+def incarnation() -> str:
+    """A name unique to this worker process: host, pid and a random part."""
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+
+
+@dataclass
+class _Running:
+    claim: Claim
+    ctx: Context
+    task: asyncio.Task[None]
+
+
+class Worker:
+    """Runs jobs from one store until stopped."""
+
+    def __init__(
+        self,
+        store: JobStore,
+        registry: Registry,
+        settings: WorkerSettings,
+        *,
+        dsn: str,
+        name: str | None = None,
+    ) -> None:
+        self.store = store
+        self.registry = registry
+        self.settings = settings
+        self.dsn = dsn
+        self.name = name or incarnation()
+        self.running: dict[int, _Running] = {}
+        self._wake = asyncio.Event()
+        self._stopping = asyncio.Event()
+        self._finished: list[Finish] = []
+        self._flush = asyncio.Event()
+        self._listener: asyncpg.Connection | None = None
+        self.ready = asyncio.Event()
+        """Set once the worker listens and is claiming."""
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    async def run(self, stop: asyncio.Event, hard_stop: asyncio.Event | None = None) -> None:
+        """Run until ``stop`` is set, then shut down gracefully (``hard_stop`` cuts it short)."""
+        log.info("worker.started", worker=self.name, concurrency=self.settings.concurrency)
+        await self._listen()
+        loops = [
+            asyncio.create_task(self._claim_loop(), name="claim"),
+            asyncio.create_task(self._heartbeat_loop(), name="heartbeat"),
+            asyncio.create_task(self._reaper_loop(), name="reaper"),
+            asyncio.create_task(self._flush_loop(), name="flush"),
+        ]
+        self.ready.set()
+        try:
+            stopper = asyncio.create_task(stop.wait())
+            done, _ = await asyncio.wait([stopper, *loops], return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                if task is not stopper:
+                    task.result()  # a loop died: surface its exception
+            await self._shutdown(hard_stop or asyncio.Event())
+        finally:
+            for task in loops:
+                task.cancel()
+            await asyncio.gather(*loops, return_exceptions=True)
+            if self._finished:
+                await self.store.finish(self._drain())
+            if self._listener is not None:
+                with contextlib.suppress(Exception):
+                    await self._listener.close()
+            log.info("worker.stopped", worker=self.name)
+
+    async def _shutdown(self, hard_stop: asyncio.Event) -> None:
+        """Stop claiming, ask running jobs to stop, wait up to the grace, release the rest."""
+        self._stopping.set()
+        if not self.running:
+            return
+        log.info("worker.draining", jobs=len(self.running))
+        for item in self.running.values():
+            item.ctx.request_stop("shutdown")
+        tasks = [item.task for item in self.running.values()]
+        hard = asyncio.create_task(hard_stop.wait())
+        await asyncio.wait(
+            [*tasks, hard],
+            timeout=self.settings.shutdown_grace_seconds,
+            return_when=asyncio.FIRST_COMPLETED if hard_stop.is_set() else asyncio.ALL_COMPLETED,
+        )
+        hard.cancel()
+        for item in list(self.running.values()):
+            if not item.task.done():
+                item.task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    # -- wake-ups -------------------------------------------------------------------------
+
+    async def _listen(self) -> None:
+        try:
+            from jobs.db import connect
+
+            self._listener = await connect(self.dsn)
+            await self._listener.add_listener("errand_job", self._on_job)
+            await self._listener.add_listener("errand_cancel", self._on_cancel)
+        except (OSError, asyncpg.PostgresError) as exc:
+            log.warning("worker.listen_failed", error=str(exc))  # polling still works
+
+    def _on_job(self, *_: Any) -> None:
+        self._wake.set()
+
+    def _on_cancel(self, _conn: Any, _pid: int, _channel: str, payload: object) -> None:
+        text = str(payload)
+        item = self.running.get(int(text)) if text.isdigit() else None
+        if item is not None:
+            item.ctx.request_stop("cancel")
+
+    # -- loops ----------------------------------------------------------------------------
+
+    async def _claim_loop(self) -> None:
+        while not self._stopping.is_set():
+            free = self.settings.concurrency - len(self.running)
+            claims: list[Claim] = []
+            if free > 0:
+                self._wake.clear()
+                claims = await self.store.claim(
+                    self.name,
+                    limit=min(free, self.settings.claim_batch),
+                    lease_seconds=self.settings.lease_seconds,
+                    kinds=self.registry.names(),
+                )
+                for claim in claims:
+                    self._start(claim)
+            if free > 0 and len(claims) == min(free, self.settings.claim_batch):
+                await asyncio.sleep(0)  # a backlog: claim again at once
+                continue
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout=self.settings.poll_seconds)
+
+    async def _heartbeat_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.heartbeat_seconds)
+            await self.heartbeat()
+
+    async def heartbeat(self) -> None:
+        """Renew leases; stop attempts that were cancelled or lost their lease."""
+        ids = list(self.running)
+        verdicts = await self.store.heartbeat(self.name, self.settings.lease_seconds, ids)
+        for attempt_id, verdict in verdicts.items():
+            item = self.running.get(attempt_id)
+            if item is None:
+                continue
+            if verdict == "cancelling":
+                item.ctx.request_stop("cancel")
+            elif verdict == "lost":
+                log.warning("job.lease_lost", job_id=item.claim.public_id, attempt_id=attempt_id)
+                item.ctx.request_stop("lost")
+                item.task.cancel()
+
+    async def _reaper_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.reaper_seconds)
+            try:
+                done = await self.store.reap(
+                    cancel_grace_seconds=self.settings.cancel_grace_seconds
+                )
+            except asyncpg.PostgresError as exc:
+                log.warning("reaper.failed", error=str(exc))
+                continue
+            if done:
+                log.info("reaper.acted", **done)
+
+    async def _flush_loop(self) -> None:
+        while True:
+            await self._flush.wait()
+            self._flush.clear()
+            if self._finished:
+                await self.store.finish(self._drain())
+                self._wake.set()  # slots are free: claim again
+
+    def _drain(self) -> list[Finish]:
+        batch, self._finished = self._finished, []
+        return batch
+
+    # -- one job --------------------------------------------------------------------------
+
+    def _start(self, claim: Claim) -> None:
+        ctx = Context(
+            store=self.store,
+            job_id=claim.job_id,
+            public_id=claim.public_id,
+            attempt_id=claim.attempt_id,
+            attempt=claim.attempt,
+            kind=claim.kind,
+        )
+        task = asyncio.create_task(self._run(claim, ctx), name=f"job:{claim.public_id}")
+        self.running[claim.attempt_id] = _Running(claim, ctx, task)
+
+    async def _run(self, claim: Claim, ctx: Context) -> None:
+        structlog.contextvars.bind_contextvars(job_id=claim.public_id, attempt_id=claim.attempt_id)
+        finish: Finish | None = None
+        try:
+            finish = await self._execute(claim, ctx)
+        except asyncio.CancelledError:
+            # Cancelled by the runtime: after the shutdown grace we release the lease; when the
+            # lease was lost there is nothing left to record.
+            if ctx.stop_reason != "lost":
+                finish = Finish(claim.job_id, claim.attempt_id,
+                                "released" if ctx.stop_reason == "shutdown" else "cancelled")
+        finally:
+            self.running.pop(claim.attempt_id, None)
+            if finish is not None:
+                self._finished.append(finish)
+                self._flush.set()
+
+    async def _execute(self, claim: Claim, ctx: Context) -> Finish:
+        spec = self.registry.get(claim.kind)
+        try:
+            result = await spec.handler(ctx, spec.parse(claim.params))
+        except JobCancelled:
+            await ctx.flush()
+            outcome = "released" if ctx.stop_reason == "shutdown" else "cancelled"
+            return Finish(claim.job_id, claim.attempt_id, outcome)
+        except Exception as exc:
+            await ctx.flush()
+            error = redact_error(exc)
+            reason = f"error: {error['type']}: {error['message']}"[:500]
+            ctx.log.warning("job.attempt_failed", error=error["message"])
+            if spec.retry_safe and claim.attempt < claim.max_attempts:
+                run_at = datetime.now(UTC) + timedelta(seconds=backoff(claim.attempt))
+                return Finish(claim.job_id, claim.attempt_id, "retry", error=error,
+                              reason=reason, run_at=run_at)
+            return Finish(claim.job_id, claim.attempt_id, "failed", error=error, reason=reason)
+        await ctx.flush()
+        return Finish(claim.job_id, claim.attempt_id, "succeeded", result=result)

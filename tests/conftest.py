@@ -1,0 +1,102 @@
+"""Shared fixtures: a real PostgreSQL for every test that needs one.
+
+The server is ``TEST_DATABASE_URL`` or ``DATABASE_URL`` when set, else an embedded PostgreSQL
+started once per test session in a temporary directory. Migrations run once into a template
+database; each test gets its own clone (``CREATE DATABASE ... TEMPLATE``, a few milliseconds), so
+tests are isolated and LISTEN/NOTIFY works as in production.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import asyncpg
+import pytest
+
+from jobs.db import create_pool, embedded_dsn
+from jobs.kinds import Registry, default_registry
+from jobs.migrate import migrate
+from jobs.store import JobStore
+
+TEMPLATE = "errand_test_template"
+
+
+def with_database(dsn: str, name: str) -> str:
+    """``dsn`` pointing at database ``name`` (works for host=... socket DSNs too)."""
+    parts = urlsplit(dsn)
+    return urlunsplit(parts._replace(path=f"/{name}"))
+
+
+@pytest.fixture(scope="session")
+def server_dsn() -> Iterator[str]:
+    """DSN of the PostgreSQL server the tests use (its maintenance database)."""
+    url = os.environ.get("TEST_DATABASE_URL") or os.environ.get("DATABASE_URL")
+    if url:
+        yield url
+        return
+    with tempfile.TemporaryDirectory(prefix="errand-pg-") as tmp:
+        yield embedded_dsn(Path(tmp) / "pgdata")
+
+
+@pytest.fixture(scope="session")
+def template_db(server_dsn: str) -> str:
+    """Name of a database with every migration applied, used as a clone template."""
+    import asyncio
+
+    async def build() -> None:
+        admin = await asyncpg.connect(server_dsn)
+        try:
+            await admin.execute(f"DROP DATABASE IF EXISTS {TEMPLATE} WITH (FORCE)")
+            await admin.execute(f"CREATE DATABASE {TEMPLATE}")
+        finally:
+            await admin.close()
+        conn = await asyncpg.connect(with_database(server_dsn, TEMPLATE))
+        try:
+            await migrate(conn)
+        finally:
+            await conn.close()
+
+    asyncio.run(build())
+    return TEMPLATE
+
+
+@pytest.fixture
+async def db_dsn(server_dsn: str, template_db: str) -> AsyncIterator[str]:
+    """DSN of a fresh, migrated database for this test alone."""
+    name = f"errand_test_{secrets.token_hex(6)}"
+    admin = await asyncpg.connect(server_dsn)
+    try:
+        await admin.execute(f"CREATE DATABASE {name} TEMPLATE {template_db}")
+    finally:
+        await admin.close()
+    yield with_database(server_dsn, name)
+    admin = await asyncpg.connect(server_dsn)
+    try:
+        await admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    finally:
+        await admin.close()
+
+
+@pytest.fixture
+async def pool(db_dsn: str) -> AsyncIterator[asyncpg.Pool]:
+    """A pool on this test's database."""
+    p = await create_pool(db_dsn, min_size=1, max_size=10)
+    yield p
+    await p.close()
+
+
+@pytest.fixture
+def registry() -> Registry:
+    """The registry with the built-in kinds."""
+    return default_registry()
+
+
+@pytest.fixture
+def store(pool: asyncpg.Pool, registry: Registry) -> JobStore:
+    """A job store on this test's database."""
+    return JobStore(pool, registry)
