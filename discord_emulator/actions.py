@@ -1,0 +1,361 @@
+"""State mutations shared by the REST handlers and the control API.
+
+Each action changes :class:`~discord_emulator.state.State`, sends the gateway dispatch Discord
+would send (MESSAGE_CREATE, THREAD_UPDATE, ...) and publishes an :class:`EmulatorEvent` so tests
+and live viewers see it. Rules that depend only on the entity (archived/locked threads, nonces,
+thread-per-message) live here; permission checks on the acting bot live in the REST handlers.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from . import errors
+from .events import EmulatorEvent
+from .state import (
+    DM,
+    FLAG_HAS_THREAD,
+    FORUM,
+    MSG_DEFAULT,
+    MSG_THREAD_CREATED,
+    PRIVATE_THREAD,
+    PUBLIC_THREAD,
+    Channel,
+    Message,
+    ThreadMeta,
+)
+
+if TYPE_CHECKING:
+    from .server import Emulator
+
+# Flags a sender may set (SUPPRESS_EMBEDS, SUPPRESS_NOTIFICATIONS, IS_COMPONENTS_V2); the
+# ephemeral flag is only honoured on interaction responses.
+SETTABLE_FLAGS = (1 << 2) | (1 << 12) | (1 << 15)
+# https://discord.com/developers/docs/resources/message#create-message: a nonce is enforced
+# "within the past few minutes".
+NONCE_WINDOW = 300.0
+AUTO_ARCHIVE_DURATIONS = (60, 1440, 4320, 10080)
+
+
+class UploadedFile:
+    """A file part of a multipart/form-data request (``files[n]``)."""
+
+    def __init__(self, index: int, filename: str, content_type: str | None, data: bytes) -> None:
+        self.index = index
+        self.filename = filename
+        self.content_type = content_type
+        self.data = data
+
+
+class Actions:
+    def __init__(self, emu: Emulator) -> None:
+        self.emu = emu
+        self.state = emu.state
+        self.clock = emu.clock
+
+    def publish(self, kind: str, data: dict[str, Any], **extra: Any) -> None:
+        self.emu.events.publish(EmulatorEvent(kind, data, self.clock.time(), extra))
+
+    # ----- messages ----------------------------------------------------------------------
+    def _attachments(
+        self,
+        channel_id: int,
+        payload: dict[str, Any],
+        files: list[UploadedFile],
+        existing: list[dict[str, Any]] | None = None,
+    ) -> list[dict[str, Any]]:
+        by_index = {f.index: f for f in files}
+        result: list[dict[str, Any]] = []
+        kept = {str(a["id"]): a for a in existing or []}
+        described = payload.get("attachments")
+        if described is None:
+            described = [] if existing is None else list(kept.values())
+            described = described + [
+                {"id": f.index, "filename": f.filename}
+                for f in files
+                if str(f.index) not in {str(d["id"]) for d in described}
+            ]
+        for item in described:
+            key = str(item.get("id"))
+            if key in kept and int(key) > 10**6:
+                result.append(kept[key])
+                continue
+            upload = by_index.get(int(key)) if key.isdigit() else None
+            if upload is None:
+                continue
+            att_id = self.state.new_id()
+            self.state.attachment_bytes[att_id] = upload.data
+            name = item.get("filename") or upload.filename
+            url = f"{self.emu.base_url}/attachments/{channel_id}/{att_id}/{name}"
+            att: dict[str, Any] = {
+                "id": str(att_id),
+                "filename": name,
+                "size": len(upload.data),
+                "url": url,
+                "proxy_url": url,
+                "content_type": upload.content_type or "application/octet-stream",
+            }
+            if item.get("description"):
+                att["description"] = item["description"]
+            result.append(att)
+        return result
+
+    def ensure_writable_thread(self, channel: Channel, *, can_manage: bool) -> None:
+        """Sending into an archived thread unarchives it, unless it is locked
+        (https://discord.com/developers/docs/topics/threads#archiving-and-unarchiving-threads)."""
+        meta = channel.thread
+        if meta is None:
+            return
+        if meta.locked and not can_manage:
+            raise errors.thread_locked()
+        if meta.archived:
+            meta.archived = False
+            meta.archive_timestamp = self.clock.time()
+            self._thread_update(channel)
+
+    def create_message(
+        self,
+        channel: Channel,
+        author_id: int,
+        payload: dict[str, Any],
+        files: list[UploadedFile] | None = None,
+        *,
+        msg_type: int = MSG_DEFAULT,
+        extra_flags: int = 0,
+        webhook_id: int | None = None,
+        application_id: int | None = None,
+        interaction_metadata: dict[str, Any] | None = None,
+        interaction_id: int | None = None,
+        message_id: int | None = None,
+        dispatch: bool = True,
+    ) -> Message:
+        now = self.clock.time()
+        nonce = payload.get("nonce")
+        if nonce is not None and payload.get("enforce_nonce"):
+            hit = self.state.nonces.get((author_id, str(nonce)))
+            if hit is not None and now - hit[1] < NONCE_WINDOW:
+                existing = self.state.messages.get(hit[0])
+                if existing is not None and not existing.deleted:
+                    return existing
+        mid = message_id if message_id is not None else self.state.new_id()
+        flags = (int(payload.get("flags") or 0) & SETTABLE_FLAGS) | extra_flags
+        msg = Message(
+            id=mid,
+            channel_id=channel.id,
+            guild_id=channel.guild_id,
+            author_id=author_id,
+            content=str(payload.get("content") or ""),
+            embeds=list(payload.get("embeds") or []),
+            components=list(payload.get("components") or []),
+            flags=flags,
+            type=msg_type,
+            created_at=now,
+            nonce=str(nonce) if nonce is not None else None,
+            webhook_id=webhook_id,
+            application_id=application_id,
+            interaction_metadata=interaction_metadata,
+            interaction_id=interaction_id,
+            message_reference=payload.get("message_reference"),
+        )
+        msg.attachments = self._attachments(channel.id, payload, files or [])
+        msg.snapshot(now)
+        self.state.messages[mid] = msg
+        self.state.channel_messages.setdefault(channel.id, []).append(mid)
+        if nonce is not None:
+            self.state.nonces[(author_id, str(nonce))] = (mid, now)
+        if not msg.ephemeral:
+            channel.last_message_id = mid
+            channel.last_activity = now
+            if channel.is_thread:
+                channel.message_count += 1
+                channel.total_message_sent += 1
+                channel.thread_member_ids.add(author_id)
+        if dispatch and not msg.ephemeral:
+            self.emu.gateway.dispatch(
+                "MESSAGE_CREATE",
+                self.state.gateway_message_payload(msg),
+                guild_id=channel.guild_id,
+                channel_type=channel.type,
+                author_id=author_id,
+            )
+        self.publish(
+            "message_create",
+            self.state.message_payload(msg),
+            channel_id=channel.id,
+            message_id=mid,
+            ephemeral=msg.ephemeral,
+        )
+        return msg
+
+    def edit_message(
+        self,
+        msg: Message,
+        payload: dict[str, Any],
+        files: list[UploadedFile] | None = None,
+        *,
+        clear_flags: int = 0,
+    ) -> Message:
+        now = self.clock.time()
+        if "content" in payload:
+            msg.content = str(payload["content"] or "")
+        if "embeds" in payload:
+            msg.embeds = list(payload["embeds"] or [])
+        if "components" in payload:
+            msg.components = list(payload["components"] or [])
+        if "attachments" in payload or files:
+            msg.attachments = self._attachments(
+                msg.channel_id, payload, files or [], msg.attachments
+            )
+        if "flags" in payload and payload["flags"] is not None:
+            keep = msg.flags & ~SETTABLE_FLAGS
+            msg.flags = keep | (int(payload["flags"]) & SETTABLE_FLAGS)
+        msg.flags &= ~clear_flags
+        msg.edited_at = now
+        msg.snapshot(now)
+        channel = self.state.channels[msg.channel_id]
+        if not msg.ephemeral:
+            self.emu.gateway.dispatch(
+                "MESSAGE_UPDATE",
+                self.state.gateway_message_payload(msg),
+                guild_id=channel.guild_id,
+                channel_type=channel.type,
+                author_id=msg.author_id,
+            )
+        self.publish(
+            "message_update",
+            self.state.message_payload(msg),
+            channel_id=msg.channel_id,
+            message_id=msg.id,
+            ephemeral=msg.ephemeral,
+        )
+        return msg
+
+    def delete_message(self, msg: Message) -> None:
+        msg.deleted_at = self.clock.time()
+        channel = self.state.channels[msg.channel_id]
+        data: dict[str, Any] = {"id": str(msg.id), "channel_id": str(msg.channel_id)}
+        if msg.guild_id is not None:
+            data["guild_id"] = str(msg.guild_id)
+        if not msg.ephemeral:
+            if channel.is_thread:
+                channel.message_count = max(0, channel.message_count - 1)
+            self.emu.gateway.dispatch(
+                "MESSAGE_DELETE", data, guild_id=channel.guild_id, channel_type=channel.type
+            )
+        self.publish("message_delete", data, channel_id=msg.channel_id, message_id=msg.id)
+
+    # ----- threads -----------------------------------------------------------------------
+    def create_thread(
+        self,
+        parent: Channel,
+        owner_id: int,
+        name: str,
+        *,
+        thread_type: int = PUBLIC_THREAD,
+        auto_archive_duration: int | None = None,
+        invitable: bool = True,
+        from_message: Message | None = None,
+        rate_limit_per_user: int = 0,
+    ) -> Channel:
+        if parent.type == DM:
+            raise errors.cannot_dm_channel()
+        if from_message is not None and from_message.thread_id is not None:
+            raise errors.thread_already_created()
+        now = self.clock.time()
+        duration = auto_archive_duration or 1440
+        if duration not in AUTO_ARCHIVE_DURATIONS:
+            raise errors.invalid_form_body(
+                errors.field_error(
+                    ["auto_archive_duration"],
+                    "BASE_TYPE_CHOICES",
+                    f"Value must be one of {set(AUTO_ARCHIVE_DURATIONS)}.",
+                )
+            )
+        if not name or len(name) > 100:
+            raise errors.invalid_form_body(
+                errors.field_error(
+                    ["name"], "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length."
+                )
+            )
+        # A thread started from a message has the message's id (Threads docs).
+        tid = from_message.id if from_message is not None else self.state.new_id()
+        thread = Channel(
+            id=tid,
+            type=thread_type,
+            guild_id=parent.guild_id,
+            name=name,
+            parent_id=parent.id,
+            owner_id=owner_id,
+            last_activity=now,
+            rate_limit_per_user=rate_limit_per_user,
+            thread=ThreadMeta(
+                auto_archive_duration=duration,
+                archive_timestamp=now,
+                invitable=invitable,
+                create_timestamp=now,
+            ),
+        )
+        thread.thread_member_ids.add(owner_id)
+        self.state.channels[tid] = thread
+        if from_message is not None:
+            from_message.thread_id = tid
+            from_message.flags |= FLAG_HAS_THREAD
+        payload = self.state.channel_payload(thread)
+        payload["newly_created"] = True
+        self.emu.gateway.dispatch("THREAD_CREATE", payload, guild_id=parent.guild_id)
+        self.publish(
+            "thread_create", self.state.channel_payload(thread), channel_id=tid, parent_id=parent.id
+        )
+        if from_message is None and parent.type != FORUM and thread_type == PUBLIC_THREAD:
+            # Discord posts a THREAD_CREATED system message in the parent channel.
+            self.create_message(parent, owner_id, {"content": name}, msg_type=MSG_THREAD_CREATED)
+        return thread
+
+    def _thread_update(self, thread: Channel) -> None:
+        payload = self.state.channel_payload(thread)
+        self.emu.gateway.dispatch("THREAD_UPDATE", payload, guild_id=thread.guild_id)
+        self.publish("thread_update", payload, channel_id=thread.id)
+
+    def update_channel(self, channel: Channel, changes: dict[str, Any]) -> Channel:
+        meta = channel.thread
+        if changes.get("name"):
+            channel.name = str(changes["name"])
+        if "topic" in changes and not channel.is_thread:
+            channel.topic = changes["topic"]
+        if "rate_limit_per_user" in changes:
+            channel.rate_limit_per_user = int(changes["rate_limit_per_user"] or 0)
+        if meta is not None:
+            if "archived" in changes and changes["archived"] is not None:
+                archived = bool(changes["archived"])
+                if archived != meta.archived:
+                    meta.archived = archived
+                    meta.archive_timestamp = self.clock.time()
+                    if not archived:
+                        channel.last_activity = self.clock.time()
+            if "locked" in changes and changes["locked"] is not None:
+                meta.locked = bool(changes["locked"])
+            if changes.get("auto_archive_duration"):
+                meta.auto_archive_duration = int(changes["auto_archive_duration"])
+            if "invitable" in changes and changes["invitable"] is not None:
+                meta.invitable = bool(changes["invitable"])
+            self._thread_update(channel)
+        else:
+            payload = self.state.channel_payload(channel)
+            self.emu.gateway.dispatch("CHANNEL_UPDATE", payload, guild_id=channel.guild_id)
+            self.publish("channel_update", payload, channel_id=channel.id)
+        return channel
+
+    def sweep_archives(self) -> None:
+        """Archive threads inactive for ``auto_archive_duration`` minutes (virtual time)."""
+        now = self.clock.time()
+        for channel in list(self.state.channels.values()):
+            meta = channel.thread
+            if meta is None or meta.archived:
+                continue
+            if now >= channel.last_activity + meta.auto_archive_duration * 60:
+                meta.archived = True
+                meta.archive_timestamp = now
+                self._thread_update(channel)
+
+
+__all__ = ["PRIVATE_THREAD", "PUBLIC_THREAD", "Actions", "UploadedFile"]

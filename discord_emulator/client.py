@@ -1,0 +1,31 @@
+"""Point discord.py at an emulator: patch ``Route.BASE`` and ``DiscordWebSocket.DEFAULT_GATEWAY``.
+
+Those two class attributes are all discord.py uses to find Discord (the interaction webhook
+adapter shares ``Route``); nothing else is patched. The previous values are restored on exit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+import yarl
+from discord.gateway import DiscordWebSocket
+from discord.http import Route
+
+if TYPE_CHECKING:
+    from .server import Emulator
+
+
+@contextmanager
+def patched(emulator: Emulator) -> Iterator[Emulator]:
+    """``with patched(emu): await client.start(token)`` talks to the emulator."""
+    old_base, old_gateway = Route.BASE, DiscordWebSocket.DEFAULT_GATEWAY
+    Route.BASE = emulator.api_base
+    DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(emulator.gateway_url)
+    try:
+        yield emulator
+    finally:
+        Route.BASE = old_base
+        DiscordWebSocket.DEFAULT_GATEWAY = old_gateway

@@ -1,0 +1,101 @@
+"""Fault injection for REST: added latency, 5xx answers and 429 storms, matched by route.
+
+Faults are consumed in order: each matching request uses up one count. They are not Discord
+rules, they reproduce Discord's bad days so the bot's retry paths get exercised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from .errors import DiscordError
+from .ratelimit import too_many
+
+
+@dataclass
+class Fault:
+    kind: str  # "status" or "ratelimit"
+    count: int
+    path_contains: str | None = None
+    method: str | None = None
+    status: int = 500
+    retry_after: float = 0.05
+    scope: str = "shared"
+    is_global: bool = False
+
+    def matches(self, method: str, path: str) -> bool:
+        if self.method is not None and self.method.upper() != method.upper():
+            return False
+        return self.path_contains is None or self.path_contains in path
+
+
+class Faults:
+    def __init__(self) -> None:
+        self.latency: float = 0.0
+        self.latency_path: str | None = None
+        self.pending: list[Fault] = []
+        self.triggered: list[tuple[str, str, int]] = []
+
+    def add_latency(self, seconds: float, path_contains: str | None = None) -> None:
+        self.latency = seconds
+        self.latency_path = path_contains
+
+    def fail_next(
+        self,
+        status: int = 500,
+        count: int = 1,
+        *,
+        path_contains: str | None = None,
+        method: str | None = None,
+    ) -> None:
+        """The next ``count`` matching requests get ``status`` (e.g. 500, 502, 503)."""
+        self.pending.append(Fault("status", count, path_contains, method, status=status))
+
+    def ratelimit_next(
+        self,
+        count: int = 1,
+        *,
+        retry_after: float = 0.05,
+        path_contains: str | None = None,
+        method: str | None = None,
+        scope: str = "shared",
+        is_global: bool = False,
+    ) -> None:
+        """A 429 storm: the next ``count`` matching requests are rate limited."""
+        self.pending.append(
+            Fault(
+                "ratelimit",
+                count,
+                path_contains,
+                method,
+                retry_after=retry_after,
+                scope=scope,
+                is_global=is_global,
+            )
+        )
+
+    def clear(self) -> None:
+        self.latency = 0.0
+        self.latency_path = None
+        self.pending.clear()
+
+    async def apply(self, method: str, path: str) -> None:
+        if self.latency and (self.latency_path is None or self.latency_path in path):
+            await asyncio.sleep(self.latency)
+        for fault in self.pending:
+            if fault.count > 0 and fault.matches(method, path):
+                fault.count -= 1
+                self.triggered.append(
+                    (method, path, 429 if fault.kind == "ratelimit" else fault.status)
+                )
+                if fault.kind == "ratelimit":
+                    raise too_many(fault.retry_after, scope=fault.scope, is_global=fault.is_global)
+                reason = {
+                    500: "Internal Server Error",
+                    502: "Bad Gateway",
+                    503: "Service Unavailable",
+                    504: "Gateway Timeout",
+                }.get(fault.status, "Error")
+                raise DiscordError(fault.status, 0, f"{fault.status}: {reason}")
+        self.pending = [f for f in self.pending if f.count > 0]

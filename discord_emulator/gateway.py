@@ -1,0 +1,357 @@
+"""The gateway WebSocket: HELLO, heartbeats, IDENTIFY/READY, RESUME with replay, dispatches.
+
+Flow and opcodes from https://discord.com/developers/docs/events/gateway and
+https://discord.com/developers/docs/topics/opcodes-and-status-codes#gateway. Frames are
+uncompressed JSON text: discord.py asks for ``compress=zlib-stream`` in the URL but only
+decompresses binary frames, so text frames are read as-is.
+
+A session outlives its socket: dispatches sent while disconnected are buffered with their
+sequence numbers and replayed on RESUME, as Discord does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import secrets
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import WSMsgType, web
+
+from .events import EmulatorEvent
+from .state import DM
+
+if TYPE_CHECKING:
+    from .server import Emulator
+
+log = logging.getLogger(__name__)
+
+# Opcodes.
+DISPATCH, HEARTBEAT, IDENTIFY, PRESENCE_UPDATE, VOICE_STATE = 0, 1, 2, 3, 4
+RESUME, RECONNECT, REQUEST_GUILD_MEMBERS, INVALID_SESSION, HELLO, HEARTBEAT_ACK = 6, 7, 8, 9, 10, 11
+
+# Close codes (https://discord.com/developers/docs/topics/opcodes-and-status-codes#gateway-gateway-close-event-codes).
+UNKNOWN_OPCODE, DECODE_ERROR, NOT_AUTHENTICATED, AUTH_FAILED, ALREADY_AUTHENTICATED = (
+    4001,
+    4002,
+    4003,
+    4004,
+    4005,
+)
+SESSION_TIMED_OUT, DISALLOWED_INTENTS = 4009, 4014
+
+# Intents (https://discord.com/developers/docs/events/gateway#list-of-intents).
+GUILDS = 1 << 0
+GUILD_MEMBERS = 1 << 1
+GUILD_PRESENCES = 1 << 8
+GUILD_MESSAGES = 1 << 9
+DIRECT_MESSAGES = 1 << 12
+MESSAGE_CONTENT = 1 << 15
+PRIVILEGED = GUILD_MEMBERS | GUILD_PRESENCES | MESSAGE_CONTENT
+
+REPLAY_BUFFER = 2000
+
+
+@dataclass(eq=False)
+class Connection:
+    ws: web.WebSocketResponse
+    request: web.Request
+    outbox: asyncio.Queue[str | None] = field(default_factory=asyncio.Queue)
+    session: GatewaySession | None = None
+
+
+@dataclass(eq=False)
+class GatewaySession:
+    session_id: str
+    application_id: int
+    bot_user_id: int
+    token: str
+    intents: int
+    seq: int = 0
+    buffer: deque[tuple[int, str]] = field(default_factory=lambda: deque(maxlen=REPLAY_BUFFER))
+    connection: Connection | None = None
+    resumable: bool = True
+
+
+class Gateway:
+    def __init__(self, emu: Emulator) -> None:
+        self.emu = emu
+        self.sessions: dict[str, GatewaySession] = {}
+        self.connections: set[Connection] = set()
+
+    # ----- sending -----------------------------------------------------------------------
+    def _send(self, conn: Connection, payload: dict[str, Any]) -> None:
+        conn.outbox.put_nowait(json.dumps(payload))
+
+    def _dispatch_to(self, session: GatewaySession, event: str, data: dict[str, Any]) -> None:
+        session.seq += 1
+        frame = json.dumps({"op": DISPATCH, "t": event, "s": session.seq, "d": data})
+        session.buffer.append((session.seq, frame))
+        if session.connection is not None:
+            session.connection.outbox.put_nowait(frame)
+        self.emu.events.publish(
+            EmulatorEvent(
+                "gateway_dispatch",
+                data,
+                self.emu.clock.time(),
+                {"event": event, "seq": session.seq, "session_id": session.session_id},
+            )
+        )
+
+    def dispatch(
+        self,
+        event: str,
+        data: dict[str, Any],
+        *,
+        application_id: int | None = None,
+        guild_id: int | None = None,
+        channel_type: int | None = None,
+        author_id: int | None = None,
+    ) -> None:
+        """Dispatch to every session (of ``application_id``) whose intents want the event."""
+        for session in list(self.sessions.values()):
+            if application_id is not None and session.application_id != application_id:
+                continue
+            if guild_id is not None and not self._bot_in_guild(session, guild_id):
+                continue
+            payload = data
+            if event.startswith("MESSAGE_"):
+                needed = DIRECT_MESSAGES if channel_type == DM else GUILD_MESSAGES
+                if not session.intents & needed:
+                    continue
+                payload = self._strip_content(session, data, channel_type, author_id)
+            elif (event.startswith("THREAD_") or event.startswith("CHANNEL_")) and not (
+                session.intents & GUILDS
+            ):
+                continue
+            self._dispatch_to(session, event, payload)
+
+    def _bot_in_guild(self, session: GatewaySession, guild_id: int) -> bool:
+        guild = self.emu.state.guilds.get(guild_id)
+        return guild is not None and session.bot_user_id in guild.members
+
+    @staticmethod
+    def _strip_content(
+        session: GatewaySession,
+        data: dict[str, Any],
+        channel_type: int | None,
+        author_id: int | None,
+    ) -> dict[str, Any]:
+        # Without MESSAGE_CONTENT, content/embeds/attachments/components are empty except in DMs,
+        # the bot's own messages and messages mentioning the bot
+        # (https://discord.com/developers/docs/events/gateway#message-content-intent).
+        if (
+            session.intents & MESSAGE_CONTENT
+            or channel_type == DM
+            or author_id == session.bot_user_id
+        ):
+            return data
+        if any(m.get("id") == str(session.bot_user_id) for m in data.get("mentions", [])):
+            return data
+        stripped = dict(data)
+        if "content" in stripped:
+            stripped.update(content="", embeds=[], attachments=[], components=[])
+        return stripped
+
+    # ----- faults ------------------------------------------------------------------------
+    def drop_connections(self) -> int:
+        """Abort every socket without a close frame, as a network failure would."""
+        count = 0
+        for conn in list(self.connections):
+            transport = conn.request.transport
+            if transport is not None:
+                transport.abort()
+                count += 1
+        return count
+
+    def send_reconnect(self) -> None:
+        """Op 7: ask clients to reconnect and resume."""
+        for conn in list(self.connections):
+            self._send(conn, {"op": RECONNECT, "d": None})
+
+    def invalidate_sessions(self, resumable: bool = False) -> None:
+        """Op 9: invalidate sessions; with ``resumable=False`` clients must IDENTIFY again."""
+        for conn in list(self.connections):
+            if conn.session is not None and not resumable:
+                conn.session.resumable = False
+                self.sessions.pop(conn.session.session_id, None)
+            self._send(conn, {"op": INVALID_SESSION, "d": resumable})
+
+    # ----- the socket handler --------------------------------------------------------------
+    async def handle(self, request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse(autoping=True, max_msg_size=0)
+        await ws.prepare(request)
+        conn = Connection(ws=ws, request=request)
+        self.connections.add(conn)
+        self.emu.events.publish(EmulatorEvent("gateway_connect", {}, self.emu.clock.time()))
+        writer = asyncio.create_task(self._writer(conn))
+        interval = self.emu.config.heartbeat_interval_ms
+        self._send(conn, {"op": HELLO, "d": {"heartbeat_interval": interval}})
+        timeout = interval / 1000.0 * self.emu.config.heartbeat_grace
+        close_code: int | None = None
+        try:
+            while True:
+                try:
+                    msg = await ws.receive(timeout=timeout)
+                except TimeoutError:
+                    # No heartbeat in time: Discord closes the connection (zombied client).
+                    close_code = SESSION_TIMED_OUT
+                    if conn.session is not None:
+                        self._forget(conn.session)
+                    break
+                if msg.type != WSMsgType.TEXT:
+                    break
+                try:
+                    payload = json.loads(msg.data)
+                    op = payload["op"]
+                except (ValueError, KeyError, TypeError):
+                    close_code = DECODE_ERROR
+                    break
+                close_code = await self._on_op(conn, op, payload.get("d"))
+                if close_code is not None:
+                    break
+        finally:
+            self.connections.discard(conn)
+            if conn.session is not None and conn.session.connection is conn:
+                conn.session.connection = None
+            await conn.outbox.put(None)
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(writer, 1.0)
+            if close_code is not None and not ws.closed:
+                with contextlib.suppress(Exception):
+                    await ws.close(code=close_code)
+            self.emu.events.publish(
+                EmulatorEvent("gateway_disconnect", {"code": close_code}, self.emu.clock.time())
+            )
+        return ws
+
+    def _forget(self, session: GatewaySession) -> None:
+        session.resumable = False
+        self.sessions.pop(session.session_id, None)
+
+    async def _writer(self, conn: Connection) -> None:
+        while True:
+            frame = await conn.outbox.get()
+            if frame is None or conn.ws.closed:
+                return
+            try:
+                await conn.ws.send_str(frame)
+            except (ConnectionError, RuntimeError):
+                return
+
+    async def _on_op(self, conn: Connection, op: int, data: Any) -> int | None:
+        if op == HEARTBEAT:
+            self._send(conn, {"op": HEARTBEAT_ACK, "d": None})
+            return None
+        if op == IDENTIFY:
+            return self._identify(conn, data or {})
+        if op == RESUME:
+            return self._resume(conn, data or {})
+        if conn.session is None:
+            return NOT_AUTHENTICATED
+        if op == REQUEST_GUILD_MEMBERS:
+            self._members_chunk(conn.session, data or {})
+            return None
+        if op in (PRESENCE_UPDATE, VOICE_STATE):
+            return None
+        return UNKNOWN_OPCODE
+
+    def _identify(self, conn: Connection, data: dict[str, Any]) -> int | None:
+        if conn.session is not None:
+            return ALREADY_AUTHENTICATED
+        app = self.emu.state.app_by_token(str(data.get("token", "")).removeprefix("Bot "))
+        if app is None:
+            return AUTH_FAILED
+        intents = int(data.get("intents", 0))
+        if intents & PRIVILEGED and not app.privileged_intents:
+            return DISALLOWED_INTENTS
+        session = GatewaySession(
+            session_id=secrets.token_hex(16),
+            application_id=app.id,
+            bot_user_id=app.bot_user_id,
+            token=app.token,
+            intents=intents,
+        )
+        self.sessions[session.session_id] = session
+        conn.session = session
+        session.connection = conn
+        state = self.emu.state
+        bot_guilds = [g for g in state.guilds.values() if app.bot_user_id in g.members]
+        user = state.users[app.bot_user_id].payload()
+        user.update(verified=True, mfa_enabled=False, email=None)
+        ready: dict[str, Any] = {
+            "v": 10,
+            "user": user,
+            "guilds": [{"id": str(g.id), "unavailable": True} for g in bot_guilds],
+            "session_id": session.session_id,
+            "session_type": "normal",
+            "resume_gateway_url": self.emu.gateway_url,
+            "application": {"id": str(app.id), "flags": app.flags},
+            "private_channels": [],
+            "relationships": [],
+            "presences": [],
+            "guild_join_requests": [],
+            "geo_ordered_rtc_regions": [],
+            "user_settings": {},
+            "_trace": ["discord-emulator"],
+        }
+        if "shard" in data:
+            ready["shard"] = data["shard"]
+        self._dispatch_to(session, "READY", ready)
+        if intents & GUILDS:
+            for guild in bot_guilds:
+                self._dispatch_to(session, "GUILD_CREATE", state.guild_create_payload(guild))
+        return None
+
+    def _resume(self, conn: Connection, data: dict[str, Any]) -> int | None:
+        session = self.sessions.get(str(data.get("session_id")))
+        token = str(data.get("token", "")).removeprefix("Bot ")
+        if session is None or not session.resumable or session.token != token:
+            # Not resumable: op 9 with d=false, the client must IDENTIFY afresh.
+            self._send(conn, {"op": INVALID_SESSION, "d": False})
+            return None
+        old = session.connection
+        if old is not None and old is not conn:
+            old.session = None
+            with contextlib.suppress(Exception):
+                old.outbox.put_nowait(None)
+        conn.session = session
+        session.connection = conn
+        last = int(data.get("seq") or 0)
+        for seq, frame in list(session.buffer):
+            if seq > last:
+                conn.outbox.put_nowait(frame)
+        self._dispatch_to(session, "RESUMED", {"_trace": ["discord-emulator"]})
+        self.emu.events.publish(
+            EmulatorEvent(
+                "gateway_resumed",
+                {"session_id": session.session_id, "from_seq": last},
+                self.emu.clock.time(),
+            )
+        )
+        return None
+
+    def _members_chunk(self, session: GatewaySession, data: dict[str, Any]) -> None:
+        guild = self.emu.state.guilds.get(int(data.get("guild_id", 0)))
+        if guild is None:
+            return
+        members = [self.emu.state.member_payload(m) for m in guild.members.values()]
+        chunk: dict[str, Any] = {
+            "guild_id": str(guild.id),
+            "members": members,
+            "chunk_index": 0,
+            "chunk_count": 1,
+            "not_found": [],
+        }
+        if data.get("nonce") is not None:
+            chunk["nonce"] = data["nonce"]
+        self._dispatch_to(session, "GUILD_MEMBERS_CHUNK", chunk)
+
+    async def close_all(self) -> None:
+        for conn in list(self.connections):
+            with contextlib.suppress(Exception):
+                await conn.ws.close(code=1001)

@@ -1,0 +1,18 @@
+"""REST API v10 handlers, grouped by area; :func:`add_routes` mounts them under ``/api/v10``."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from . import channels, core, interactions
+
+API_PREFIX = "/api/v10"
+
+
+def add_routes(app: web.Application) -> None:
+    for module in (core, channels, interactions):
+        for method, path, handler in module.ROUTES:
+            app.router.add_route(method, API_PREFIX + path, handler)
+            if API_PREFIX != "/api":
+                # Unversioned /api/... is served by Discord as the default version.
+                pass

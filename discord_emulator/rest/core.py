@@ -1,0 +1,305 @@
+"""Users, application, gateway discovery, application commands and guild reads."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from discord_emulator import errors
+from discord_emulator.state import DM, Channel
+
+from .common import acting_app, emu_of, get_channel, json_response, read_body, snowflake
+
+
+async def get_me(request: web.Request) -> web.Response:
+    emu = emu_of(request)
+    app = acting_app(request)
+    user = emu.state.users[app.bot_user_id].payload()
+    user.update(verified=True, mfa_enabled=False, email=None, locale="en-US")
+    return json_response(user)
+
+
+async def get_user(request: web.Request) -> web.Response:
+    emu = emu_of(request)
+    acting_app(request)
+    user = emu.state.users.get(snowflake(request, "user_id"))
+    if user is None:
+        raise errors.unknown_user()
+    return json_response(user.payload())
+
+
+async def get_application(request: web.Request) -> web.Response:
+    emu = emu_of(request)
+    app = acting_app(request)
+    owner = emu.state.users[app.owner_id].payload()
+    bot = emu.state.users[app.bot_user_id].payload()
+    return json_response(
+        {
+            "id": str(app.id),
+            "name": app.name,
+            "icon": None,
+            "description": "",
+            "rpc_origins": [],
+            "bot_public": True,
+            "bot_require_code_grant": False,
+            "bot": bot,
+            "owner": owner,
+            "team": None,
+            "summary": "",
+            "verify_key": "0" * 64,
+            "flags": app.flags,
+            "tags": [],
+            "redirect_uris": [],
+            "interactions_endpoint_url": None,
+            "approximate_guild_count": sum(
+                1 for g in emu.state.guilds.values() if app.bot_user_id in g.members
+            ),
+            "integration_types_config": {"0": {}},
+        }
+    )
+
+
+async def get_gateway(request: web.Request) -> web.Response:
+    return json_response({"url": emu_of(request).gateway_url})
+
+
+async def get_gateway_bot(request: web.Request) -> web.Response:
+    emu = emu_of(request)
+    acting_app(request)
+    return json_response(
+        {
+            "url": emu.gateway_url,
+            "shards": 1,
+            "session_start_limit": {
+                "total": 1000,
+                "remaining": 999,
+                "reset_after": 86400000,
+                "max_concurrency": 1,
+            },
+        }
+    )
+
+
+async def create_dm(request: web.Request) -> web.Response:
+    emu = emu_of(request)
+    app = acting_app(request)
+    body, _ = await read_body(request)
+    recipient = int(body.get("recipient_id", 0))
+    if recipient not in emu.state.users:
+        raise errors.unknown_user()
+    channel = emu.dm_channel(app.bot_user_id, recipient)
+    return json_response(emu.state.channel_payload(channel))
+
+
+# ----- application commands --------------------------------------------------------------
+# https://discord.com/developers/docs/interactions/application-commands#bulk-overwrite-global-application-commands
+
+
+def _check_app(request: web.Request) -> Any:
+    app = acting_app(request)
+    if snowflake(request, "application_id") != app.id:
+        raise errors.DiscordError(403, 50001, "Missing Access")
+    return app
+
+
+def _normalise_command(
+    emu: Any, app_id: int, raw: dict[str, Any], guild_id: int | None, existing: list[dict[str, Any]]
+) -> dict[str, Any]:
+    name = raw.get("name")
+    if not isinstance(name, str) or not 1 <= len(name) <= 32:
+        raise errors.invalid_form_body(
+            errors.field_error(
+                ["name"], "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 32 in length."
+            )
+        )
+    ctype = int(raw.get("type", 1))
+    previous = next((c for c in existing if c["name"] == name and c["type"] == ctype), None)
+    cmd = {
+        "id": previous["id"] if previous else str(emu.state.new_id()),
+        "application_id": str(app_id),
+        "version": str(emu.state.new_id()),
+        "type": ctype,
+        "name": name,
+        "name_localizations": raw.get("name_localizations"),
+        "description": raw.get("description", ""),
+        "description_localizations": raw.get("description_localizations"),
+        "options": raw.get("options", []),
+        "default_member_permissions": raw.get("default_member_permissions"),
+        "dm_permission": raw.get("dm_permission", True),
+        "contexts": raw.get("contexts"),
+        "integration_types": raw.get("integration_types", [0]),
+        "nsfw": raw.get("nsfw", False),
+    }
+    if guild_id is not None:
+        cmd["guild_id"] = str(guild_id)
+    return cmd
+
+
+def _validate_commands(body: Any) -> list[dict[str, Any]]:
+    if not isinstance(body, list):
+        raise errors.invalid_form_body(
+            errors.field_error([], "LIST_TYPE_CONVERT", "Only iterables may be used in a ListType")
+        )
+    if len(body) > 100:
+        raise errors.DiscordError(
+            400, 30032, "Maximum number of application commands reached (100)"
+        )
+    seen: set[tuple[str, int]] = set()
+    for i, cmd in enumerate(body):
+        key = (str(cmd.get("name")), int(cmd.get("type", 1)))
+        if key in seen:
+            raise errors.invalid_form_body(
+                errors.field_error(
+                    [i],
+                    "APPLICATION_COMMANDS_DUPLICATE_NAME",
+                    f"Application command names must be unique: {key[0]}",
+                )
+            )
+        seen.add(key)
+    return body
+
+
+async def put_global_commands(request: web.Request) -> web.Response:
+    emu = emu_of(request)
+    app = _check_app(request)
+    body, _ = await read_body(request)
+    raw = _validate_commands(body.get("__list__", body))
+    app.global_commands = [
+        _normalise_command(emu, app.id, c, None, app.global_commands) for c in raw
+    ]
+    emu.actions.publish("commands_sync", {"commands": app.global_commands}, scope="global")
+    return json_response(app.global_commands)
+
+
+async def get_global_commands(request: web.Request) -> web.Response:
+    app = _check_app(request)
+    return json_response(app.global_commands)
+
+
+async def put_guild_commands(request: web.Request) -> web.Response:
+    emu = emu_of(request)
+    app = _check_app(request)
+    guild_id = snowflake(request, "guild_id")
+    guild = emu.state.guilds.get(guild_id)
+    if guild is None or app.bot_user_id not in guild.members:
+        raise errors.DiscordError(403, 50001, "Missing Access")
+    body, _ = await read_body(request)
+    raw = _validate_commands(body.get("__list__", body))
+    existing = app.guild_commands.get(guild_id, [])
+    app.guild_commands[guild_id] = [
+        _normalise_command(emu, app.id, c, guild_id, existing) for c in raw
+    ]
+    emu.actions.publish(
+        "commands_sync",
+        {"commands": app.guild_commands[guild_id]},
+        scope="guild",
+        guild_id=guild_id,
+    )
+    return json_response(app.guild_commands[guild_id])
+
+
+async def get_guild_commands(request: web.Request) -> web.Response:
+    app = _check_app(request)
+    return json_response(app.guild_commands.get(snowflake(request, "guild_id"), []))
+
+
+# ----- guilds ------------------------------------------------------------------------------
+
+
+def _bot_guild(request: web.Request) -> Any:
+    emu = emu_of(request)
+    app = acting_app(request)
+    guild = emu.state.guilds.get(snowflake(request, "guild_id"))
+    if guild is None:
+        raise errors.unknown_guild()
+    if app.bot_user_id not in guild.members:
+        # A bot outside the guild cannot see it: Missing Access.
+        raise errors.DiscordError(403, 50001, "Missing Access")
+    return guild
+
+
+async def get_guild(request: web.Request) -> web.Response:
+    emu = emu_of(request)
+    guild = _bot_guild(request)
+    data = emu.state.guild_payload(guild)
+    if request.query.get("with_counts") in ("true", "1"):
+        data.update(approximate_member_count=len(guild.members), approximate_presence_count=0)
+    return json_response(data)
+
+
+async def get_member(request: web.Request) -> web.Response:
+    emu = emu_of(request)
+    guild = _bot_guild(request)
+    member = guild.members.get(snowflake(request, "user_id"))
+    if member is None:
+        raise errors.unknown_member()
+    return json_response(emu.state.member_payload(member))
+
+
+async def list_members(request: web.Request) -> web.Response:
+    emu = emu_of(request)
+    guild = _bot_guild(request)
+    limit = int(request.query.get("limit", 1))
+    after = int(request.query.get("after", 0))
+    members = sorted(
+        (m for m in guild.members.values() if m.user_id > after), key=lambda m: m.user_id
+    )
+    return json_response([emu.state.member_payload(m) for m in members[:limit]])
+
+
+async def get_roles(request: web.Request) -> web.Response:
+    guild = _bot_guild(request)
+    return json_response([r.payload() for r in guild.roles.values()])
+
+
+async def get_guild_channels(request: web.Request) -> web.Response:
+    emu = emu_of(request)
+    guild = _bot_guild(request)
+    channels: list[Channel] = [emu.state.channels[c] for c in guild.channel_ids]
+    return json_response([emu.state.channel_payload(c) for c in channels])
+
+
+async def get_active_threads(request: web.Request) -> web.Response:
+    emu = emu_of(request)
+    guild = _bot_guild(request)
+    threads = [
+        c
+        for c in emu.state.channels.values()
+        if c.guild_id == guild.id and c.thread is not None and not c.thread.archived
+    ]
+    return json_response(
+        {"threads": [emu.state.channel_payload(t) for t in threads], "members": []}
+    )
+
+
+async def get_channel_route(request: web.Request) -> web.Response:
+    emu = emu_of(request)
+    app = acting_app(request)
+    channel = get_channel(emu, snowflake(request, "channel_id"))
+    emu.require_view(channel, app.bot_user_id)
+    if channel.type == DM and app.bot_user_id not in channel.recipient_ids:
+        raise errors.unknown_channel()
+    return json_response(emu.state.channel_payload(channel))
+
+
+ROUTES = [
+    ("GET", "/users/@me", get_me),
+    ("GET", "/users/{user_id}", get_user),
+    ("POST", "/users/@me/channels", create_dm),
+    ("GET", "/oauth2/applications/@me", get_application),
+    ("GET", "/applications/@me", get_application),
+    ("GET", "/gateway", get_gateway),
+    ("GET", "/gateway/bot", get_gateway_bot),
+    ("PUT", "/applications/{application_id}/commands", put_global_commands),
+    ("GET", "/applications/{application_id}/commands", get_global_commands),
+    ("PUT", "/applications/{application_id}/guilds/{guild_id}/commands", put_guild_commands),
+    ("GET", "/applications/{application_id}/guilds/{guild_id}/commands", get_guild_commands),
+    ("GET", "/guilds/{guild_id}", get_guild),
+    ("GET", "/guilds/{guild_id}/members", list_members),
+    ("GET", "/guilds/{guild_id}/members/{user_id}", get_member),
+    ("GET", "/guilds/{guild_id}/roles", get_roles),
+    ("GET", "/guilds/{guild_id}/channels", get_guild_channels),
+    ("GET", "/guilds/{guild_id}/threads/active", get_active_threads),
+    ("GET", "/channels/{channel_id}", get_channel_route),
+]

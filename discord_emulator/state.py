@@ -1,0 +1,477 @@
+"""The emulated Discord world: users, guilds, roles, channels, threads, messages, interactions.
+
+Plain dataclasses plus :class:`State`, which owns them and renders Discord-shaped JSON payloads
+(the fields discord.py 2.7 reads). Every message keeps the full list of its versions, so tests can
+assert the sequence of edits of a progress message. No I/O happens here.
+"""
+
+from __future__ import annotations
+
+import base64
+import secrets
+from dataclasses import dataclass, field
+from typing import Any
+
+from .clock import SnowflakeGenerator, VirtualClock
+
+# https://discord.com/developers/docs/resources/channel#channel-object-channel-types
+TEXT, DM, VOICE, CATEGORY, NEWS = 0, 1, 2, 4, 5
+PUBLIC_THREAD, PRIVATE_THREAD, FORUM = 11, 12, 15
+THREAD_TYPES = (PUBLIC_THREAD, PRIVATE_THREAD, 10)
+
+# https://discord.com/developers/docs/resources/message#message-object-message-flags
+FLAG_HAS_THREAD = 1 << 5
+FLAG_EPHEMERAL = 1 << 6
+FLAG_LOADING = 1 << 7
+
+# https://discord.com/developers/docs/resources/message#message-object-message-types
+MSG_DEFAULT, MSG_THREAD_CREATED, MSG_REPLY, MSG_CHAT_INPUT_COMMAND = 0, 18, 19, 20
+
+# Application flags for an unverified bot with all privileged intents switched on
+# (GATEWAY_PRESENCE_LIMITED, GATEWAY_GUILD_MEMBERS_LIMITED, GATEWAY_MESSAGE_CONTENT_LIMITED).
+DEFAULT_APP_FLAGS = (1 << 13) | (1 << 15) | (1 << 19)
+
+
+@dataclass
+class User:
+    id: int
+    username: str
+    bot: bool = False
+    global_name: str | None = None
+    avatar: str | None = None
+
+    def payload(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "id": str(self.id),
+            "username": self.username,
+            "discriminator": "0",
+            "global_name": self.global_name,
+            "avatar": self.avatar,
+            "public_flags": 0,
+            "flags": 0,
+        }
+        if self.bot:
+            data["bot"] = True
+        return data
+
+
+@dataclass
+class Role:
+    id: int
+    guild_id: int
+    name: str
+    permissions: int
+    position: int = 0
+    color: int = 0
+    hoist: bool = False
+    managed: bool = False
+    mentionable: bool = False
+
+    def payload(self) -> dict[str, Any]:
+        return {
+            "id": str(self.id),
+            "name": self.name,
+            "permissions": str(self.permissions),
+            "position": self.position,
+            "color": self.color,
+            "colors": {
+                "primary_color": self.color,
+                "secondary_color": None,
+                "tertiary_color": None,
+            },
+            "hoist": self.hoist,
+            "managed": self.managed,
+            "mentionable": self.mentionable,
+            "icon": None,
+            "unicode_emoji": None,
+            "flags": 0,
+        }
+
+
+@dataclass
+class Member:
+    user_id: int
+    guild_id: int
+    roles: list[int]
+    joined_at: float
+    nick: str | None = None
+
+
+@dataclass
+class Overwrite:
+    """A channel permission overwrite; ``type`` 0 = role, 1 = member."""
+
+    id: int
+    type: int
+    allow: int = 0
+    deny: int = 0
+
+    def payload(self) -> dict[str, Any]:
+        return {
+            "id": str(self.id),
+            "type": self.type,
+            "allow": str(self.allow),
+            "deny": str(self.deny),
+        }
+
+
+@dataclass
+class Guild:
+    id: int
+    name: str
+    owner_id: int
+    roles: dict[int, Role] = field(default_factory=dict)
+    members: dict[int, Member] = field(default_factory=dict)
+    channel_ids: list[int] = field(default_factory=list)
+
+
+@dataclass
+class ThreadMeta:
+    archived: bool = False
+    auto_archive_duration: int = 1440  # minutes: 60, 1440, 4320 or 10080
+    archive_timestamp: float = 0.0
+    locked: bool = False
+    invitable: bool = True
+    create_timestamp: float = 0.0
+
+
+@dataclass
+class Channel:
+    id: int
+    type: int
+    guild_id: int | None
+    name: str | None = None
+    parent_id: int | None = None
+    position: int = 0
+    topic: str | None = None
+    overwrites: list[Overwrite] = field(default_factory=list)
+    recipient_ids: list[int] = field(default_factory=list)
+    owner_id: int | None = None
+    thread: ThreadMeta | None = None
+    last_message_id: int | None = None
+    message_count: int = 0
+    total_message_sent: int = 0
+    last_activity: float = 0.0
+    thread_member_ids: set[int] = field(default_factory=set)
+    rate_limit_per_user: int = 0
+    nsfw: bool = False
+
+    @property
+    def is_thread(self) -> bool:
+        return self.type in THREAD_TYPES
+
+
+@dataclass
+class MessageVersion:
+    """One state of a message: as created, then after every edit (``at`` = virtual time)."""
+
+    at: float
+    content: str
+    embeds: list[dict[str, Any]]
+    components: list[dict[str, Any]]
+    attachments: list[dict[str, Any]]
+    flags: int
+
+
+@dataclass
+class Message:
+    id: int
+    channel_id: int
+    guild_id: int | None
+    author_id: int
+    content: str = ""
+    embeds: list[dict[str, Any]] = field(default_factory=list)
+    components: list[dict[str, Any]] = field(default_factory=list)
+    attachments: list[dict[str, Any]] = field(default_factory=list)
+    flags: int = 0
+    type: int = MSG_DEFAULT
+    created_at: float = 0.0
+    edited_at: float | None = None
+    nonce: str | None = None
+    webhook_id: int | None = None
+    application_id: int | None = None
+    interaction_metadata: dict[str, Any] | None = None
+    interaction_id: int | None = None
+    thread_id: int | None = None
+    message_reference: dict[str, Any] | None = None
+    deleted_at: float | None = None
+    versions: list[MessageVersion] = field(default_factory=list)
+
+    @property
+    def ephemeral(self) -> bool:
+        return bool(self.flags & FLAG_EPHEMERAL)
+
+    @property
+    def deleted(self) -> bool:
+        return self.deleted_at is not None
+
+    def snapshot(self, at: float) -> None:
+        self.versions.append(
+            MessageVersion(
+                at=at,
+                content=self.content,
+                embeds=[dict(e) for e in self.embeds],
+                components=[dict(c) for c in self.components],
+                attachments=[dict(a) for a in self.attachments],
+                flags=self.flags,
+            )
+        )
+
+
+@dataclass
+class Application:
+    id: int
+    name: str
+    bot_user_id: int
+    owner_id: int
+    token: str
+    flags: int = DEFAULT_APP_FLAGS
+    # Privileged intents switched on in the developer portal (members, presences, content).
+    privileged_intents: bool = True
+    global_commands: list[dict[str, Any]] = field(default_factory=list)
+    guild_commands: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+
+
+@dataclass
+class Interaction:
+    """An interaction sent to the bot and everything the bot answered to it."""
+
+    id: int
+    token: str
+    application_id: int
+    type: int
+    data: dict[str, Any]
+    guild_id: int | None
+    channel_id: int
+    user_id: int
+    created_at: float
+    message_id: int | None = None  # the message a component was clicked on
+    response_type: int | None = None
+    responded_at: float | None = None
+    original_message_id: int | None = None
+    followup_ids: list[int] = field(default_factory=list)
+    autocomplete_choices: list[dict[str, Any]] | None = None
+    modal: dict[str, Any] | None = None
+
+
+def make_token(bot_id: int) -> str:
+    """A token shaped like Discord's: base64(bot id).timestamp-ish.hmac-ish."""
+    first = base64.b64encode(str(bot_id).encode()).decode().rstrip("=")
+    return f"{first}.{secrets.token_urlsafe(5)}.{secrets.token_urlsafe(28)}"
+
+
+class State:
+    """Owns every entity; ids come from the virtual clock's snowflakes."""
+
+    def __init__(self, clock: VirtualClock) -> None:
+        self.clock = clock
+        self.snowflakes = SnowflakeGenerator(clock)
+        self.users: dict[int, User] = {}
+        self.guilds: dict[int, Guild] = {}
+        self.channels: dict[int, Channel] = {}
+        self.messages: dict[int, Message] = {}
+        self.channel_messages: dict[int, list[int]] = {}
+        self.applications: dict[int, Application] = {}
+        self.interactions: dict[int, Interaction] = {}
+        self.interactions_by_token: dict[str, Interaction] = {}
+        # (author_id, nonce) -> (message id, virtual time) for enforce_nonce.
+        self.nonces: dict[tuple[int, str], tuple[int, float]] = {}
+        self.attachment_bytes: dict[int, bytes] = {}
+
+    def new_id(self) -> int:
+        return self.snowflakes.next()
+
+    # ----- lookups -----------------------------------------------------------------------
+    def app_by_token(self, token: str) -> Application | None:
+        for app in self.applications.values():
+            if app.token == token:
+                return app
+        return None
+
+    def member(self, guild_id: int, user_id: int) -> Member | None:
+        guild = self.guilds.get(guild_id)
+        return guild.members.get(user_id) if guild else None
+
+    def visible_messages(self, channel_id: int) -> list[Message]:
+        """Messages a channel endpoint can see: not deleted and not ephemeral."""
+        return [
+            self.messages[mid]
+            for mid in self.channel_messages.get(channel_id, [])
+            if not self.messages[mid].deleted and not self.messages[mid].ephemeral
+        ]
+
+    # ----- payloads ----------------------------------------------------------------------
+    def member_payload(self, member: Member, *, with_user: bool = True) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "roles": [str(r) for r in member.roles],
+            "joined_at": self.clock.iso(member.joined_at),
+            "nick": member.nick,
+            "avatar": None,
+            "banner": None,
+            "deaf": False,
+            "mute": False,
+            "pending": False,
+            "flags": 0,
+            "premium_since": None,
+            "communication_disabled_until": None,
+        }
+        if with_user:
+            data["user"] = self.users[member.user_id].payload()
+        return data
+
+    def channel_payload(self, channel: Channel) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "id": str(channel.id),
+            "type": channel.type,
+            "flags": 0,
+            "last_message_id": str(channel.last_message_id) if channel.last_message_id else None,
+        }
+        if channel.type == DM:
+            # The recipient is the other party (the bot is listed last and left out).
+            data["recipients"] = [self.users[channel.recipient_ids[0]].payload()]
+            return data
+        data.update(
+            guild_id=str(channel.guild_id),
+            name=channel.name,
+            position=channel.position,
+            parent_id=str(channel.parent_id) if channel.parent_id else None,
+            rate_limit_per_user=channel.rate_limit_per_user,
+            nsfw=channel.nsfw,
+        )
+        if channel.is_thread and channel.thread is not None:
+            meta = channel.thread
+            data.update(
+                owner_id=str(channel.owner_id),
+                message_count=channel.message_count,
+                member_count=len(channel.thread_member_ids),
+                total_message_sent=channel.total_message_sent,
+                thread_metadata={
+                    "archived": meta.archived,
+                    "auto_archive_duration": meta.auto_archive_duration,
+                    "archive_timestamp": self.clock.iso(meta.archive_timestamp),
+                    "locked": meta.locked,
+                    "invitable": meta.invitable,
+                    "create_timestamp": self.clock.iso(meta.create_timestamp),
+                },
+                applied_tags=[],
+            )
+        else:
+            data.update(
+                topic=channel.topic,
+                permission_overwrites=[o.payload() for o in channel.overwrites],
+                default_auto_archive_duration=1440,
+            )
+            if channel.type == FORUM:
+                data.update(
+                    available_tags=[],
+                    default_reaction_emoji=None,
+                    default_sort_order=None,
+                    default_forum_layout=0,
+                    default_thread_rate_limit_per_user=0,
+                )
+        return data
+
+    def message_payload(self, msg: Message) -> dict[str, Any]:
+        author = self.users[msg.author_id]
+        data: dict[str, Any] = {
+            "id": str(msg.id),
+            "channel_id": str(msg.channel_id),
+            "author": author.payload(),
+            "content": msg.content,
+            "timestamp": self.clock.iso(msg.created_at),
+            "edited_timestamp": self.clock.iso(msg.edited_at) if msg.edited_at else None,
+            "tts": False,
+            "mention_everyone": False,
+            "mentions": [],
+            "mention_roles": [],
+            "attachments": [dict(a) for a in msg.attachments],
+            "embeds": [dict(e) for e in msg.embeds],
+            "components": [dict(c) for c in msg.components],
+            "pinned": False,
+            "type": msg.type,
+            "flags": msg.flags,
+        }
+        if msg.guild_id is not None:
+            data["guild_id"] = str(msg.guild_id)
+        if msg.nonce is not None:
+            data["nonce"] = msg.nonce
+        if msg.webhook_id is not None:
+            data["webhook_id"] = str(msg.webhook_id)
+        if msg.application_id is not None:
+            data["application_id"] = str(msg.application_id)
+        if msg.interaction_metadata is not None:
+            data["interaction_metadata"] = msg.interaction_metadata
+        if msg.message_reference is not None:
+            data["message_reference"] = msg.message_reference
+        if msg.thread_id is not None and msg.thread_id in self.channels:
+            data["thread"] = self.channel_payload(self.channels[msg.thread_id])
+        return data
+
+    def gateway_message_payload(self, msg: Message) -> dict[str, Any]:
+        """MESSAGE_CREATE/UPDATE also carry a partial ``member`` for guild messages."""
+        data = self.message_payload(msg)
+        if msg.guild_id is not None:
+            member = self.member(msg.guild_id, msg.author_id)
+            if member is not None:
+                data["member"] = self.member_payload(member, with_user=False)
+        return data
+
+    def guild_payload(self, guild: Guild) -> dict[str, Any]:
+        return {
+            "id": str(guild.id),
+            "name": guild.name,
+            "icon": None,
+            "splash": None,
+            "discovery_splash": None,
+            "banner": None,
+            "description": None,
+            "owner_id": str(guild.owner_id),
+            "afk_channel_id": None,
+            "afk_timeout": 300,
+            "verification_level": 0,
+            "default_message_notifications": 0,
+            "explicit_content_filter": 0,
+            "roles": [r.payload() for r in guild.roles.values()],
+            "emojis": [],
+            "stickers": [],
+            "features": [],
+            "mfa_level": 0,
+            "application_id": None,
+            "system_channel_id": None,
+            "system_channel_flags": 0,
+            "rules_channel_id": None,
+            "public_updates_channel_id": None,
+            "safety_alerts_channel_id": None,
+            "vanity_url_code": None,
+            "premium_tier": 0,
+            "premium_subscription_count": 0,
+            "preferred_locale": "en-US",
+            "nsfw_level": 0,
+            "premium_progress_bar_enabled": False,
+            "max_members": 500000,
+        }
+
+    def guild_create_payload(self, guild: Guild) -> dict[str, Any]:
+        """GUILD_CREATE: the guild plus channels, active threads, roles and members."""
+        data = self.guild_payload(guild)
+        channels = [self.channels[c] for c in guild.channel_ids]
+        threads = [
+            c
+            for c in self.channels.values()
+            if c.guild_id == guild.id and c.is_thread and c.thread and not c.thread.archived
+        ]
+        data.update(
+            unavailable=False,
+            large=False,
+            member_count=len(guild.members),
+            joined_at=self.clock.iso(),
+            members=[self.member_payload(m) for m in guild.members.values()],
+            channels=[self.channel_payload(c) for c in channels],
+            threads=[self.channel_payload(t) for t in threads],
+            presences=[],
+            voice_states=[],
+            stage_instances=[],
+            guild_scheduled_events=[],
+            soundboard_sounds=[],
+        )
+        return data

@@ -1,0 +1,96 @@
+"""Fixtures for the emulator's own tests: a running emulator with a guild, a channel, a user,
+and a real discord.py bot (``commands.Bot`` with an app-command tree) connected to it."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+# discord.py 2.7 imports the stdlib ``audioop`` (deprecated in 3.11+); with
+# ``filterwarnings = error`` that import would fail, so import discord once with it silenced.
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", DeprecationWarning)
+    import discord
+import pytest
+from discord import app_commands
+from discord.ext import commands
+
+from discord_emulator import Channel, Emulator, Guild, User
+from discord_emulator.testing import fast_config, running_bot
+
+
+@dataclass
+class World:
+    emu: Emulator
+    guild: Guild
+    channel: Channel
+    alice: User
+
+
+@dataclass
+class BotRecorder:
+    """Shared place where test command handlers leave what they saw."""
+
+    seen: list[Any] = field(default_factory=list)
+    errors: list[BaseException] = field(default_factory=list)
+
+
+@pytest.fixture
+async def emu() -> AsyncIterator[Emulator]:
+    async with Emulator(fast_config()) as emulator:
+        emulator.create_application("Errand")
+        yield emulator
+
+
+@pytest.fixture
+def world(emu: Emulator) -> World:
+    guild = emu.create_guild("Test Guild")
+    channel = emu.create_channel(guild, "general")
+    alice = emu.create_user("alice")
+    emu.add_member(guild, alice)
+    return World(emu, guild, channel, alice)
+
+
+def make_bot(**kwargs: Any) -> commands.Bot:
+    intents = discord.Intents.default()
+    intents.message_content = True
+    return commands.Bot(command_prefix="!", intents=intents, guild_ready_timeout=0.05, **kwargs)
+
+
+@pytest.fixture
+def recorder() -> BotRecorder:
+    return BotRecorder()
+
+
+@pytest.fixture
+def bot(world: World, recorder: BotRecorder) -> commands.Bot:
+    """A bot with a few commands; tests may add more before the ``running`` fixture syncs."""
+    bot = make_bot()
+
+    @bot.tree.command(name="ping", description="Answer pong")
+    async def ping(interaction: discord.Interaction) -> None:
+        await interaction.response.send_message("pong")
+
+    job = app_commands.Group(name="job", description="Jobs")
+
+    @job.command(name="status", description="Job status")
+    @app_commands.describe(id="job id")
+    async def status(interaction: discord.Interaction, id: str) -> None:
+        recorder.seen.append(("status", id))
+        await interaction.response.send_message(f"job {id}: running", ephemeral=True)
+
+    bot.tree.add_command(job)
+
+    async def setup_hook() -> None:
+        await bot.tree.sync()
+
+    bot.setup_hook = setup_hook  # type: ignore[method-assign]
+    return bot
+
+
+@pytest.fixture
+async def running(emu: Emulator, world: World, bot: commands.Bot) -> AsyncIterator[commands.Bot]:
+    async with running_bot(emu, bot) as client:
+        yield client
