@@ -222,7 +222,3 @@ FOR UPDATE SKIP LOCKED;
 -- name: job_next_run_at
 -- When the next queued job becomes claimable (for a worker's sleep).
 SELECT min(run_at) FROM job WHERE state = 'queued';
-
--- name: job_state_counts
--- Jobs per state.
-SELECT state::text, count(*) FROM job GROUP BY state;

@@ -1,0 +1,33 @@
+"""Helpers for integration tests: reading rows the way an auditor would."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import asyncpg
+
+
+async def events(pool: asyncpg.Pool, job_id: int) -> list[dict[str, Any]]:
+    """Every event of a job, oldest first."""
+    rows = await pool.fetch("SELECT * FROM event WHERE job_id = $1 ORDER BY id", job_id)
+    return [dict(r) for r in rows]
+
+
+async def moves(pool: asyncpg.Pool, job_id: int) -> list[tuple[str | None, str]]:
+    """(from, to) of every event that changed the job."""
+    return [(e["from_state"], e["to_state"]) for e in await events(pool, job_id) if not e["ignored"]]
+
+
+async def expire_lease(pool: asyncpg.Pool, job_id: int) -> None:
+    """Make time pass for a job's live attempt: its lease is now in the past."""
+    await pool.execute(
+        "UPDATE attempt SET lease_expires_at = now() - interval '1 second' "
+        "WHERE job_id = $1 AND ended_at IS NULL",
+        job_id,
+    )
+
+
+async def state(pool: asyncpg.Pool, job_id: int) -> str:
+    """The job's stored state."""
+    value: str = await pool.fetchval("SELECT state::text FROM job WHERE id = $1", job_id)
+    return value

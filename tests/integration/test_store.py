@@ -1,0 +1,335 @@
+"""The job record against real PostgreSQL: submit, claim, finish, cancel, reap, resolve."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+
+import asyncpg
+import pytest
+
+from jobs.errors import IllegalTransition, InvalidParams, NotAllowed, StaleTransition, UnknownKind
+from jobs.model import Claim
+from jobs.state import Actor, State
+from jobs.store import COMPLETED_DESPITE_CANCEL, Finish, JobStore
+from tests.integration.helpers import events, expire_lease, moves, state
+
+ORIGIN = {"transport": "test", "channel": "1"}
+
+
+async def submit_and_claim(store: JobStore, kind: str = "sleep", worker: str = "w1") -> Claim:
+    job, _ = await store.submit(kind, {}, requester="alice", origin=ORIGIN)
+    [claim] = await store.claim(worker, limit=1, lease_seconds=30)
+    assert claim.job_id == job.id
+    return claim
+
+
+async def test_submit_is_idempotent_on_its_key(store: JobStore, pool: asyncpg.Pool) -> None:
+    """Repeating a submit with the same key returns the same job and creates nothing more."""
+    first, created = await store.submit("sleep", {"seconds": 1}, requester="a", idempotency_key="k1")
+    again, created_again = await store.submit("sleep", {"seconds": 1}, requester="a",
+                                              idempotency_key="k1")
+    assert (created, created_again) == (True, False)
+    assert first.public_id == again.public_id
+    assert await pool.fetchval("SELECT count(*) FROM job") == 1
+    assert await moves(pool, first.id) == [(None, "queued")]
+
+
+async def test_concurrent_idempotent_submits_make_one_job(
+    store: JobStore, pool: asyncpg.Pool
+) -> None:
+    """Twenty submits with one key on separate connections, at once: one job, one event."""
+    results = await asyncio.gather(*(
+        store.submit("sleep", {}, requester="a", idempotency_key="same", origin=ORIGIN)
+        for _ in range(20)
+    ))
+    assert len({job.public_id for job, _ in results}) == 1
+    assert sum(created for _, created in results) == 1
+    assert await pool.fetchval("SELECT count(*) FROM job") == 1
+    assert await pool.fetchval("SELECT count(*) FROM event") == 1
+    assert await pool.fetchval("SELECT count(*) FROM outbox") == 1
+
+
+async def test_bad_params_and_unknown_kind_create_nothing(
+    store: JobStore, pool: asyncpg.Pool
+) -> None:
+    """Invalid params and unknown kinds raise a clear error and leave no row."""
+    with pytest.raises(InvalidParams, match="seconds"):
+        await store.submit("sleep", {"seconds": "soon"}, requester="a")
+    with pytest.raises(InvalidParams, match="bogus"):
+        await store.submit("sleep", {"bogus": 1}, requester="a")
+    with pytest.raises(UnknownKind, match="known kinds"):
+        await store.submit("nope", {}, requester="a")
+    assert await pool.fetchval("SELECT count(*) FROM job") == 0
+
+
+async def test_public_ids_are_short_and_safe_to_type(store: JobStore) -> None:
+    """Public ids have at most 12 characters, lowercase letters and digits without look-alikes."""
+    for _ in range(20):
+        job, _ = await store.submit("noop", {}, requester="a")
+        assert len(job.public_id) <= 12
+        assert not set(job.public_id) & set("01ilo")
+        assert job.public_id.isalnum() and job.public_id.islower()
+
+
+async def test_concurrent_claims_never_share_a_job(store: JobStore, pool: asyncpg.Pool) -> None:
+    """SKIP LOCKED: four claimers at once split 40 jobs without overlap."""
+    for _ in range(40):
+        await store.submit("noop", {}, requester="a")
+    batches = await asyncio.gather(*(
+        store.claim(f"w{i}", limit=15, lease_seconds=30) for i in range(4)
+    ))
+    claimed = [c.job_id for batch in batches for c in batch]
+    assert len(claimed) == len(set(claimed)) == 40
+    assert await pool.fetchval("SELECT count(*) FROM attempt WHERE ended_at IS NULL") == 40
+    assert await pool.fetchval("SELECT count(*) FROM job WHERE state = 'running'") == 40
+
+
+async def test_claim_records_the_attempt_event_and_outbox(
+    store: JobStore, pool: asyncpg.Pool
+) -> None:
+    """A claim opens attempt 1 with a lease, makes it current and records queued -> running."""
+    claim = await submit_and_claim(store)
+    row = await pool.fetchrow("SELECT * FROM attempt WHERE id = $1", claim.attempt_id)
+    assert (row["number"], row["worker"], row["ended_at"]) == (1, "w1", None)
+    assert row["lease_expires_at"] > datetime.now(UTC) + timedelta(seconds=20)
+    job = await store.get(claim.public_id)
+    assert (job.state, job.current_attempt_id, job.attempts) == (State.RUNNING, claim.attempt_id, 1)
+    assert await moves(pool, claim.job_id) == [(None, "queued"), ("queued", "running")]
+    topics = await pool.fetch("SELECT payload FROM outbox WHERE job_id = $1 ORDER BY id",
+                              claim.job_id)
+    assert [t["payload"]["to"] for t in topics] == ["queued", "running"]
+
+
+async def test_duplicate_success_is_ignored_with_evidence(
+    store: JobStore, pool: asyncpg.Pool
+) -> None:
+    """A second success report changes nothing and is recorded as an ignored event."""
+    claim = await submit_and_claim(store)
+    await store.finish_one(Finish(claim.job_id, claim.attempt_id, "succeeded", result={"n": 1}))
+    with pytest.raises(StaleTransition):
+        await store.finish_one(Finish(claim.job_id, claim.attempt_id, "succeeded",
+                                      result={"n": 2}))
+    job = await store.get(claim.public_id)
+    assert (job.state, job.result) == (State.SUCCEEDED, {"n": 1})
+    evs = await events(pool, claim.job_id)
+    assert [(e["to_state"], e["ignored"]) for e in evs][-2:] == [("succeeded", False),
+                                                                  ("succeeded", True)]
+    assert evs[-1]["data"]["left_behind_result"] == {"n": 2}
+    ended = await pool.fetchval("SELECT outcome FROM attempt WHERE id = $1", claim.attempt_id)
+    assert ended == "succeeded"
+
+
+async def test_late_failure_after_success_changes_nothing(
+    store: JobStore, pool: asyncpg.Pool
+) -> None:
+    """A failure reported after success is ignored; the job stays succeeded."""
+    claim = await submit_and_claim(store)
+    await store.finish_one(Finish(claim.job_id, claim.attempt_id, "succeeded", result={}))
+    with pytest.raises(StaleTransition):
+        await store.finish_one(Finish(claim.job_id, claim.attempt_id, "failed",
+                                      error={"type": "X", "message": "late"}))
+    assert await state(pool, claim.job_id) == "succeeded"
+    last = (await events(pool, claim.job_id))[-1]
+    assert (last["to_state"], last["ignored"], last["data"]["error"]["message"]) == (
+        "failed", True, "late")
+
+
+async def test_stale_attempt_cannot_write_after_its_lease_was_taken_over(
+    store: JobStore, pool: asyncpg.Pool
+) -> None:
+    """Attempt 1 loses its lease; attempt 2 runs; nothing attempt 1 sends lands."""
+    claim1 = await submit_and_claim(store)
+    await expire_lease(pool, claim1.job_id)
+    assert await store.reap(cancel_grace_seconds=10, retry_base=0) == {"retried": 1}
+    [claim2] = await store.claim("w2", limit=1, lease_seconds=30)
+    assert (claim2.job_id, claim2.attempt) == (claim1.job_id, 2)
+
+    assert not await store.set_progress(claim1.job_id, claim1.attempt_id, {"done": 9})
+    assert await store.heartbeat("w1", 30, [claim1.attempt_id]) == {claim1.attempt_id: "lost"}
+    with pytest.raises(StaleTransition):
+        await store.finish_one(Finish(claim1.job_id, claim1.attempt_id, "succeeded",
+                                      result={"from": 1}))
+    assert await store.set_progress(claim2.job_id, claim2.attempt_id, {"done": 1})
+    await store.finish_one(Finish(claim2.job_id, claim2.attempt_id, "succeeded",
+                                  result={"from": 2}))
+    job = await store.get(claim1.public_id)
+    assert (job.state, job.result, job.progress) == (State.SUCCEEDED, {"from": 2}, {"done": 1})
+    outcomes = await pool.fetch("SELECT number, outcome FROM attempt WHERE job_id = $1 "
+                                "ORDER BY number", claim1.job_id)
+    assert [(r["number"], r["outcome"]) for r in outcomes] == [(1, "abandoned"), (2, "succeeded")]
+
+
+async def test_repeated_cancellation_is_idempotent(store: JobStore, pool: asyncpg.Pool) -> None:
+    """Cancel twice on queued and on running: one transition each, truthful answers."""
+    queued, _ = await store.submit("sleep", {}, requester="a")
+    first = await store.cancel(queued.public_id, by="a")
+    second = await store.cancel(queued.public_id, by="a")
+    assert (first.outcome, first.changed, first.job.state) == ("cancelled", True, State.CANCELLED)
+    assert (second.outcome, second.changed) == ("too_late", False)
+    assert await moves(pool, queued.id) == [(None, "queued"), ("queued", "cancelled")]
+
+    claim = await submit_and_claim(store)
+    first = await store.cancel(claim.public_id, by="a", reason="changed my mind")
+    second = await store.cancel(claim.public_id, by="a")
+    assert (first.outcome, first.job.state) == ("cancelling", State.CANCELLING)
+    assert (second.outcome, second.changed) == ("already_cancelling", False)
+    assert first.job.cancel_reason == "changed my mind"
+    assert await store.heartbeat("w1", 30, [claim.attempt_id]) == {
+        claim.attempt_id: "cancelling"}
+    await store.finish_one(Finish(claim.job_id, claim.attempt_id, "cancelled"))
+    job = await store.get(claim.public_id)
+    assert (job.state, job.reason) == (State.CANCELLED, "cancelled by requester: changed my mind")
+    assert await moves(pool, claim.job_id) == [
+        (None, "queued"), ("queued", "running"), ("running", "cancelling"),
+        ("cancelling", "cancelled")]
+    again = await store.cancel(claim.public_id, by="a")
+    assert (again.outcome, again.changed) == ("too_late", False)
+
+
+async def test_success_reported_while_cancelling_counts_with_a_reason(store: JobStore) -> None:
+    """Race policy: the attempt succeeds before acknowledging the cancel -> succeeded."""
+    claim = await submit_and_claim(store)
+    await store.cancel(claim.public_id, by="a")
+    await store.finish_one(Finish(claim.job_id, claim.attempt_id, "succeeded", result={"ok": 1}))
+    job = await store.get(claim.public_id)
+    assert (job.state, job.reason) == (State.SUCCEEDED, COMPLETED_DESPITE_CANCEL)
+
+
+async def test_failure_or_retry_while_cancelling_ends_cancelled(
+    store: JobStore, pool: asyncpg.Pool
+) -> None:
+    """Race policy: a failure or retry request while cancelling -> cancelled, never queued."""
+    for outcome in ("failed", "retry", "released"):
+        claim = await submit_and_claim(store)
+        await store.cancel(claim.public_id, by="a", reason="stop")
+        await store.finish_one(Finish(claim.job_id, claim.attempt_id, outcome,
+                                      error={"type": "E", "message": "boom"},
+                                      run_at=datetime.now(UTC)))
+        job = await store.get(claim.public_id)
+        assert (job.state, job.reason) == (State.CANCELLED, "cancelled by requester: stop")
+        assert ("cancelling", "queued") not in await moves(pool, claim.job_id)
+
+
+async def test_late_success_after_cancelled_is_left_behind(
+    store: JobStore, pool: asyncpg.Pool
+) -> None:
+    """A result arriving after the job was cancelled is kept as evidence, never reported."""
+    claim = await submit_and_claim(store)
+    await store.cancel(claim.public_id, actor=Actor.OPERATOR, by="op", force=True)
+    with pytest.raises(StaleTransition):
+        await store.finish_one(Finish(claim.job_id, claim.attempt_id, "succeeded",
+                                      result={"late": True}))
+    job = await store.get(claim.public_id)
+    assert (job.state, job.result) == (State.CANCELLED, None)
+    last = (await events(pool, claim.job_id))[-1]
+    assert last["ignored"] and last["data"]["left_behind_result"] == {"late": True}
+
+
+async def test_reaper_routes_expired_leases_by_policy(store: JobStore, pool: asyncpg.Pool) -> None:
+    """Expired leases: retry-safe with attempts left -> queued (backoff); effect in flight
+    without lookup -> unknown; out of attempts -> failed; cancelling -> cancelled (forced)."""
+    retry = await submit_and_claim(store)
+    blind = await submit_and_claim(store)
+    await pool.execute("INSERT INTO effect (job_id, attempt_id, key, status, has_lookup) "
+                       "VALUES ($1, $2, 'charge', 'intent', false)", blind.job_id,
+                       blind.attempt_id)
+    cancelling = await submit_and_claim(store)
+    await store.cancel(cancelling.public_id, by="a")
+    last = await submit_and_claim(store)
+    await pool.execute("UPDATE job SET max_attempts = 1 WHERE id = $1", last.job_id)
+    for c in (retry, blind, cancelling, last):
+        await expire_lease(pool, c.job_id)
+
+    done = await store.reap(cancel_grace_seconds=60, retry_base=10)
+    assert done == {"retried": 1, "unknown": 1, "cancel_forced": 1, "failed": 1}
+    assert await store.reap(cancel_grace_seconds=60) == {}  # nothing twice
+    r = await store.get(retry.public_id)
+    assert r.state is State.QUEUED and r.run_at <= datetime.now(UTC) + timedelta(seconds=11)
+    assert (await store.get(blind.public_id)).state is State.UNKNOWN
+    c = await store.get(cancelling.public_id)
+    assert (c.state, c.reason) == (State.CANCELLED, "forced")
+    f = await store.get(last.public_id)
+    assert (f.state, f.reason) == (State.FAILED, "lease expired; no attempts left")
+    assert await pool.fetchval("SELECT count(*) FROM attempt WHERE outcome = 'abandoned'") == 4
+
+
+async def test_unacknowledged_cancel_is_forced_after_the_grace(
+    store: JobStore, pool: asyncpg.Pool
+) -> None:
+    """No acknowledgement within the grace: lease revoked, cancelled, reason forced."""
+    claim = await submit_and_claim(store)
+    await store.cancel(claim.public_id, by="a")
+    assert await store.reap(cancel_grace_seconds=60) == {}
+    await pool.execute("UPDATE job SET cancel_requested_at = now() - interval '61 s' "
+                       "WHERE id = $1", claim.job_id)
+    assert await store.reap(cancel_grace_seconds=60) == {"cancel_forced": 1}
+    job = await store.get(claim.public_id)
+    assert (job.state, job.reason) == (State.CANCELLED, "forced")
+    assert await store.heartbeat("w1", 30, [claim.attempt_id]) == {claim.attempt_id: "lost"}
+    outcome = await pool.fetchval("SELECT outcome FROM attempt WHERE id = $1", claim.attempt_id)
+    assert outcome == "revoked"
+
+
+async def test_deadline_stops_jobs_through_the_cancel_path(
+    store: JobStore, pool: asyncpg.Pool
+) -> None:
+    """Past the deadline: queued -> cancelled; running -> cancelling -> cancelled, timed_out."""
+    claim = await submit_and_claim(store)
+    waiting, _ = await store.submit("sleep", {}, requester="a")
+    await pool.execute("UPDATE job SET deadline_at = now() - interval '1 s'")
+    assert await store.reap(cancel_grace_seconds=60) == {"timed_out": 2}
+    w = await store.get(waiting.public_id)
+    assert (w.state, w.reason) == (State.CANCELLED, "timed_out")
+    assert (await store.get(claim.public_id)).state is State.CANCELLING
+    await store.finish_one(Finish(claim.job_id, claim.attempt_id, "cancelled"))
+    r = await store.get(claim.public_id)
+    assert (r.state, r.reason) == (State.CANCELLED, "timed_out")
+
+
+async def test_resolve_unknown_by_operator_and_requester_rules(
+    store: JobStore, pool: asyncpg.Pool
+) -> None:
+    """Only unknown jobs resolve; requesters only where the kind allows; the note is kept."""
+    claim = await submit_and_claim(store)
+    await store.finish_one(Finish(claim.job_id, claim.attempt_id, "unknown"))
+    with pytest.raises(NotAllowed):
+        await store.resolve(claim.public_id, actor=Actor.REQUESTER, outcome="succeeded",
+                            note="I checked", by="alice")
+    job = await store.resolve(claim.public_id, actor=Actor.OPERATOR, outcome="retry",
+                              note="charge not found at provider", by="op")
+    assert job.state is State.QUEUED
+    last = (await events(pool, claim.job_id))[-1]
+    assert last["actor"] == "operator" and last["data"]["note"] == "charge not found at provider"
+    with pytest.raises(IllegalTransition):
+        await store.resolve(claim.public_id, actor=Actor.OPERATOR, outcome="failed",
+                            note="x", by="op")
+
+
+async def test_outbox_rows_only_for_jobs_with_an_origin(
+    store: JobStore, pool: asyncpg.Pool
+) -> None:
+    """Transport-less jobs (CLI) write no outbox rows; transport jobs one per transition."""
+    plain, _ = await store.submit("noop", {}, requester="cli")
+    await store.cancel(plain.public_id, by="cli")
+    assert await pool.fetchval("SELECT count(*) FROM outbox WHERE job_id = $1", plain.id) == 0
+    claim = await submit_and_claim(store)
+    await store.finish_one(Finish(claim.job_id, claim.attempt_id, "succeeded", result={}))
+    payloads = await pool.fetch("SELECT payload, event_id FROM outbox WHERE job_id = $1 "
+                                "ORDER BY id", claim.job_id)
+    assert [p["payload"]["to"] for p in payloads] == ["queued", "running", "succeeded"]
+    assert all(p["event_id"] is not None for p in payloads)
+
+
+async def test_errors_are_stored_redacted(store: JobStore, pool: asyncpg.Pool) -> None:
+    """An error carrying a credential is stored with the credential removed."""
+    from jobs.store import redact_error
+
+    err = redact_error(RuntimeError(
+        "connect postgresql://bob:hunter2@db/x failed; Authorization: Bearer abcdefghijkl"))
+    assert "hunter2" not in err["message"] and "abcdefghijkl" not in err["message"]
+    claim = await submit_and_claim(store)
+    await store.finish_one(Finish(claim.job_id, claim.attempt_id, "failed", error=err,
+                                  reason="error"))
+    stored = await pool.fetchval("SELECT error::text FROM job WHERE id = $1", claim.job_id)
+    assert "hunter2" not in stored

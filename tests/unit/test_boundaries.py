@@ -1,0 +1,48 @@
+"""Architecture rules: the engine never depends on the transport; named SQL exists."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from jobs.queries import queries
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_jobs_never_imports_discord_or_bot() -> None:
+    """jobs/ is transport-agnostic: no module in it imports discord, bot or the emulator."""
+    offenders = {
+        str(p): sorted(_imports(p) & {"discord", "bot", "discord_emulator"})
+        for p in Path("jobs").rglob("*.py")
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_the_emulator_never_imports_errand() -> None:
+    """discord_emulator/ stands alone: no jobs or bot imports."""
+    offenders = {
+        str(p): sorted(_imports(p) & {"jobs", "bot"})
+        for p in Path("discord_emulator").rglob("*.py")
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_every_named_query_used_in_code_exists() -> None:
+    """Every q("name") in the code names a query in jobs/sql/*.sql, and none is unused."""
+    used: set[str] = set()
+    for path in [*Path("jobs").rglob("*.py"), *Path("bot").rglob("*.py")]:
+        used |= set(re.findall(r'\bq\("([a-z_]+)"\)', path.read_text()))
+    defined = set(queries())
+    assert used - defined == set()
+    assert defined - used == set()
