@@ -312,6 +312,12 @@ class Control:
             self.actions.ensure_writable_thread(ch, can_manage=False)
         return self.actions.create_message(ch, ref_id(user), body)
 
+    def edit_thread(self, thread: Ref, **changes: Any) -> Channel:
+        """Change a thread as a moderator would (``archived``, ``locked``, ``name``,
+        ``auto_archive_duration``); the bot receives THREAD_UPDATE."""
+        ch = self.state.channels[ref_id(thread)]
+        return self.actions.update_channel(ch, changes)
+
     def _find_command(self, guild_id: int | None, name: str, ctype: int) -> dict[str, Any]:
         app = self._app()
         candidates = list(app.guild_commands.get(guild_id, [])) if guild_id else []
@@ -488,9 +494,7 @@ class Control:
             and channel.guild_id is not None
             and not P.has(self.permissions(channel, user_id), int(needed))
         ):
-                raise PermissionError(
-                    f"the user may not use /{cmd_name} (default_member_permissions)"
-                )
+            raise PermissionError(f"the user may not use /{cmd_name} (default_member_permissions)")
 
     async def invoke_slash(
         self, user: Ref, channel: Ref, command: str, options: dict[str, Any] | None = None
@@ -566,8 +570,10 @@ class Control:
             remaining = deadline - loop.time()
             if remaining <= 0:
                 raise TimeoutError(f"condition not met within {timeout}s")
+            # Wake on any state change, and poll as well so conditions on the test's own
+            # objects (not emulator state) are noticed promptly too.
             with contextlib.suppress(TimeoutError):
-                await self.events.wait_for(lambda _ev: True, timeout=remaining)
+                await self.events.wait_for(lambda _ev: True, timeout=min(remaining, 0.02))
 
     async def wait_for(
         self,
