@@ -17,6 +17,7 @@ from .state import (
     FLAG_HAS_THREAD,
     FORUM,
     MSG_DEFAULT,
+    MSG_REPLY,
     MSG_THREAD_CREATED,
     PRIVATE_THREAD,
     PUBLIC_THREAD,
@@ -100,6 +101,31 @@ class Actions:
             result.append(att)
         return result
 
+    def _reference(self, raw: Any) -> dict[str, Any] | None:
+        """A reply's message_reference; an unknown target is a form error unless
+        ``fail_if_not_exists`` is false (Message Reference docs)."""
+        if not isinstance(raw, dict) or raw.get("message_id") is None:
+            return None
+        target = self.state.messages.get(int(raw["message_id"]))
+        if target is None or target.deleted:
+            if raw.get("fail_if_not_exists", True):
+                raise errors.invalid_form_body(
+                    errors.field_error(
+                        ["message_reference"],
+                        "MESSAGE_REFERENCE_UNKNOWN_MESSAGE",
+                        "Unknown message",
+                    )
+                )
+            return None
+        ref: dict[str, Any] = {
+            "type": 0,
+            "message_id": str(target.id),
+            "channel_id": str(target.channel_id),
+        }
+        if target.guild_id is not None:
+            ref["guild_id"] = str(target.guild_id)
+        return ref
+
     def ensure_writable_thread(self, channel: Channel, *, can_manage: bool) -> None:
         """Sending into an archived thread unarchives it, unless it is locked
         (https://discord.com/developers/docs/topics/threads#archiving-and-unarchiving-threads)."""
@@ -137,6 +163,9 @@ class Actions:
                 existing = self.state.messages.get(hit[0])
                 if existing is not None and not existing.deleted:
                     return existing
+        reference = self._reference(payload.get("message_reference"))
+        if reference is not None and msg_type == MSG_DEFAULT:
+            msg_type = MSG_REPLY
         mid = message_id if message_id is not None else self.state.new_id()
         flags = (int(payload.get("flags") or 0) & SETTABLE_FLAGS) | extra_flags
         msg = Message(
@@ -155,7 +184,7 @@ class Actions:
             application_id=application_id,
             interaction_metadata=interaction_metadata,
             interaction_id=interaction_id,
-            message_reference=payload.get("message_reference"),
+            message_reference=reference,
         )
         msg.attachments = self._attachments(channel.id, payload, files or [])
         msg.snapshot(now)

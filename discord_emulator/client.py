@@ -6,13 +6,19 @@ adapter shares ``Route``); nothing else is patched. The previous values are rest
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import yarl
-from discord.gateway import DiscordWebSocket
-from discord.http import Route
+
+# discord.py 2.7 imports the deprecated stdlib ``audioop`` (voice support); under pytest's
+# ``filterwarnings = error`` that import would fail, so this one import is made quietly.
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", DeprecationWarning)
+    from discord.gateway import DiscordWebSocket
+    from discord.http import Route
 
 if TYPE_CHECKING:
     from .server import Emulator

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,7 +56,8 @@ class EventHub:
         self._subscriptions: set[Subscription] = set()
         self._waiters: list[tuple[Callable[[EmulatorEvent], bool], asyncio.Future[EmulatorEvent]]]
         self._waiters = []
-        self.log: list[EmulatorEvent] = []
+        # The recent past, for assertions; bounded so a long-running sandbox does not grow.
+        self.log: deque[EmulatorEvent] = deque(maxlen=20000)
 
     def publish(self, event: EmulatorEvent) -> None:
         self.log.append(event)

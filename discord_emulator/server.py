@@ -9,6 +9,7 @@ methods (creating guilds, invoking slash commands, reading history...) come from
 from __future__ import annotations
 
 import logging
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,7 +72,7 @@ class Emulator(Control):
         self.limiter = RateLimiter(self.config.ratelimits)
         self.faults = Faults()
         self.actions = Actions(self)
-        self.requests: list[RequestRecord] = []
+        self.requests: deque[RequestRecord] = deque(maxlen=20000)
         self._runner: web.AppRunner | None = None
         self._port: int | None = None
         self.clock.on_advance(self.actions.sweep_archives)

@@ -371,7 +371,7 @@ class State:
                 )
         return data
 
-    def message_payload(self, msg: Message) -> dict[str, Any]:
+    def message_payload(self, msg: Message, *, nested: bool = True) -> dict[str, Any]:
         author = self.users[msg.author_id]
         data: dict[str, Any] = {
             "id": str(msg.id),
@@ -403,6 +403,9 @@ class State:
             data["interaction_metadata"] = msg.interaction_metadata
         if msg.message_reference is not None:
             data["message_reference"] = msg.message_reference
+            ref = self.messages.get(int(msg.message_reference["message_id"]))
+            if ref is not None and not ref.deleted and nested:
+                data["referenced_message"] = self.message_payload(ref, nested=False)
         if msg.thread_id is not None and msg.thread_id in self.channels:
             data["thread"] = self.channel_payload(self.channels[msg.thread_id])
         return data

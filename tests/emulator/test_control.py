@@ -1,0 +1,130 @@
+"""The control surface: HTTP API under /_emulator/, event subscription, snowflakes from the
+virtual clock, the permission algorithm, and replies."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+
+import aiohttp
+import discord
+from discord.ext import commands
+
+from discord_emulator import Emulator, permissions
+from discord_emulator.permissions import channel_permissions
+
+from .conftest import World
+
+
+async def test_http_control_api(world: World, running: commands.Bot) -> None:
+    emu = world.emu
+    base = f"{emu.base_url}/_emulator"
+    async with aiohttp.ClientSession() as session:
+        async with session.post(f"{base}/users", json={"username": "bob"}) as resp:
+            bob = await resp.json()
+        async with session.post(
+            f"{base}/guilds/{world.guild.id}/members", json={"user_id": bob["id"]}
+        ) as resp:
+            assert resp.status == 200
+        async with session.post(
+            f"{base}/interactions",
+            json={"user_id": bob["id"], "channel_id": str(world.channel.id), "command": "ping"},
+        ) as resp:
+            interaction_id = (await resp.json())["interaction_id"]
+        inter = emu.state.interactions[int(interaction_id)]
+        await emu.wait_until(lambda: inter.original_message_id, 5)
+        async with session.get(f"{base}/interactions/{interaction_id}") as resp:
+            status = await resp.json()
+        assert status["response_type"] == 4
+        assert status["original"]["content"] == "pong"
+        async with session.post(
+            f"{base}/channels/{world.channel.id}/messages",
+            json={"user_id": bob["id"], "content": "hi"},
+        ) as resp:
+            assert (await resp.json())["content"] == "hi"
+        async with session.get(f"{base}/channels/{world.channel.id}/history") as resp:
+            history = await resp.json()
+        assert [m["content"] for m in history] == ["pong", "hi"]
+        assert history[0]["versions"][0]["content"] == "pong"
+        async with session.post(f"{base}/clock/advance", json={"seconds": 3600}) as resp:
+            assert resp.status == 200
+        async with session.post(
+            f"{base}/interactions",
+            json={"user_id": bob["id"], "channel_id": str(world.channel.id), "command": "nope"},
+        ) as resp:
+            assert resp.status == 400
+        async with session.get(f"{base}/state") as resp:
+            state = await resp.json()
+        assert state["guilds"][0]["name"] == "Test Guild"
+
+
+async def test_event_subscription_over_python_and_websocket(world: World) -> None:
+    emu = world.emu
+    sub = emu.subscribe()
+    async with aiohttp.ClientSession() as session:
+        ws = await session.ws_connect(f"{emu.base_url}/_emulator/events")
+        await asyncio.sleep(0.05)  # let the server register the subscription
+        msg = emu.send_message(world.alice, world.channel, "watch me")
+        event = await sub.get(timeout=5)
+        assert event.kind == "message_create"
+        assert event.data["id"] == str(msg.id)
+        streamed = await ws.receive_json(timeout=5)
+        assert streamed["kind"] == "message_create"
+        assert streamed["data"]["content"] == "watch me"
+        await ws.close()
+    sub.close()
+    waiter = asyncio.create_task(emu.wait_for(lambda ev: ev.kind == "message_update", timeout=5))
+    await asyncio.sleep(0)
+    emu.actions.edit_message(msg, {"content": "edited"})
+    assert (await waiter).data["content"] == "edited"
+    found = await emu.wait_for_message(world.channel, lambda m: m.content == "edited", timeout=1)
+    assert found.id == msg.id
+
+
+def test_snowflakes_follow_the_virtual_clock(emu: Emulator) -> None:
+    first = emu.state.new_id()
+    created = discord.utils.snowflake_time(first)
+    assert abs((created - dt.datetime.now(dt.UTC)).total_seconds()) < 2
+    emu.advance(86400)
+    later = emu.state.new_id()
+    assert later > first
+    assert (discord.utils.snowflake_time(later) - created).total_seconds() >= 86399
+
+
+def test_permission_algorithm(emu: Emulator) -> None:
+    guild = emu.create_guild(
+        "Perms", everyone_permissions=permissions.VIEW_CHANNEL | permissions.SEND_MESSAGES
+    )
+    carol = emu.create_user("carol")
+    mod = emu.create_role(guild, "mod", permissions.MANAGE_THREADS)
+    admin = emu.create_role(guild, "admin", permissions.ADMINISTRATOR)
+    emu.add_member(guild, carol, roles=[mod])
+    channel = emu.create_channel(guild, "c")
+    state = emu.state
+
+    def perms() -> int:
+        return channel_permissions(state, channel, carol.id)
+
+    assert permissions.has(perms(), permissions.SEND_MESSAGES | permissions.MANAGE_THREADS)
+    emu.set_overwrite(channel, guild, deny=permissions.SEND_MESSAGES)  # @everyone overwrite
+    assert not perms() & permissions.SEND_MESSAGES
+    emu.set_overwrite(
+        channel, mod, allow=permissions.SEND_MESSAGES
+    )  # role allow beats @everyone deny
+    assert perms() & permissions.SEND_MESSAGES
+    emu.set_overwrite(channel, carol, deny=permissions.VIEW_CHANNEL)  # no view: nothing at all
+    assert perms() == 0
+    state.guilds[guild.id].members[carol.id].roles.append(admin.id)
+    assert perms() == permissions.ALL  # administrator ignores overwrites
+    assert channel_permissions(state, channel, guild.owner_id) == permissions.ALL
+
+
+async def test_replies_reference_their_message(world: World, running: commands.Bot) -> None:
+    channel = running.get_channel(world.channel.id)
+    assert isinstance(channel, discord.TextChannel)
+    question = world.emu.send_message(world.alice, world.channel, "question?")
+    fetched = await channel.fetch_message(question.id)
+    answer = await fetched.reply("answer")
+    assert answer.type is discord.MessageType.reply
+    assert answer.reference is not None
+    assert answer.reference.message_id == question.id
