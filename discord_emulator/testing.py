@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import TypeVar
 
 import discord
@@ -20,6 +21,7 @@ import discord
 from .client import patched
 from .ratelimit import RateLimitConfig
 from .server import Emulator, EmulatorConfig
+from .state import Channel, Guild, User
 
 ClientT = TypeVar("ClientT", bound=discord.Client)
 
@@ -30,6 +32,33 @@ def fast_config(**overrides: object) -> EmulatorConfig:
     for key, value in overrides.items():
         setattr(config, key, value)
     return config
+
+
+@dataclass
+class World:
+    """The usual starting point: one guild with a text channel and a member ``alice``."""
+
+    emu: Emulator
+    guild: Guild
+    channel: Channel
+    alice: User
+
+
+def make_world(
+    emu: Emulator,
+    *,
+    guild_name: str = "Test Guild",
+    channel_name: str = "general",
+    user_name: str = "alice",
+) -> World:
+    """Create the bot application (if missing), a guild the bot is in, a channel and a user."""
+    if emu.application is None:
+        emu.create_application("Errand")
+    guild = emu.create_guild(guild_name)
+    channel = emu.create_channel(guild, channel_name)
+    alice = emu.create_user(user_name)
+    emu.add_member(guild, alice)
+    return World(emu, guild, channel, alice)
 
 
 @asynccontextmanager
@@ -62,4 +91,4 @@ async def running_bot(
                 await asyncio.wait_for(task, 5.0)
 
 
-__all__ = ["fast_config", "running_bot"]
+__all__ = ["World", "fast_config", "make_world", "running_bot"]

@@ -17,16 +17,8 @@ import pytest
 from discord import app_commands
 from discord.ext import commands
 
-from discord_emulator import Channel, Emulator, Guild, User
-from discord_emulator.testing import fast_config, running_bot
-
-
-@dataclass
-class World:
-    emu: Emulator
-    guild: Guild
-    channel: Channel
-    alice: User
+from discord_emulator import Emulator
+from discord_emulator.testing import World, fast_config, make_world, running_bot
 
 
 @dataclass
@@ -46,11 +38,7 @@ async def emu() -> AsyncIterator[Emulator]:
 
 @pytest.fixture
 def world(emu: Emulator) -> World:
-    guild = emu.create_guild("Test Guild")
-    channel = emu.create_channel(guild, "general")
-    alice = emu.create_user("alice")
-    emu.add_member(guild, alice)
-    return World(emu, guild, channel, alice)
+    return make_world(emu)
 
 
 def make_bot(**kwargs: Any) -> commands.Bot:
