@@ -12,7 +12,7 @@ from jobs.db import create_pool, resolve_dsn
 from jobs.kinds import Registry, default_registry
 from jobs.migrate import migrate
 from jobs.settings import Settings
-from jobs.store import JobStore
+from jobs.store import JobStore, Quotas
 
 
 @dataclass
@@ -37,7 +37,8 @@ async def open_engine(
     try:
         async with pool.acquire() as conn:
             await migrate(conn)
-        registry = registry or default_registry()
-        yield Engine(dsn, pool, registry, JobStore(pool, registry))
+        registry = registry or default_registry(settings.extra_kinds)
+        quotas = Quotas(settings.quota.per_requester, settings.quota.per_group)
+        yield Engine(dsn, pool, registry, JobStore(pool, registry, quotas=quotas))
     finally:
         await pool.close()

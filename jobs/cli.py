@@ -146,6 +146,13 @@ def job_status(job_id: str, as_json: JsonOpt = False) -> None:
         p = job.progress
         lines.append(f"progress: {p.get('done')}/{p.get('total')} {p.get('note') or ''}".rstrip())
     lines.append(f"attempts: {job.attempts}/{job.max_attempts}")
+    if job.usage:
+        lines.append("usage: " + ", ".join(f"{k} {v}" for k, v in job.usage.items() if v))
+    for st in status.steps:
+        lines.append(f"  step {st['number']} {st['name']}: {st['outcome'] or 'running'}"
+                     + (f" ({st['error']})" if st["error"] else ""))
+    for asset in status.assets:
+        lines.append(f"  asset {asset['name']} ({asset['size']} bytes)")
     for ev in status.events:
         mark = " (ignored)" if ev.ignored else ""
         lines.append(f"  {ev.at:%H:%M:%S} {ev.from_state or '-'} -> {ev.to_state} "

@@ -1,15 +1,26 @@
-"""What a handler receives: the job's identity, cancellation, progress and a bound logger."""
+"""What a handler receives: the job's identity, cancellation, progress, a bound logger, and the
+runtime API: budgeted steps, guarded effects, assets and blocking work off the event loop."""
 
 from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import structlog
 
+from jobs.budget import Budget, Meter, Usage
+
 if TYPE_CHECKING:
+    from jobs.asset import AssetRef
+    from jobs.effect import Do, Lookup
     from jobs.store import JobStore
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 class JobCancelled(Exception):
@@ -36,6 +47,8 @@ class Context:
         attempt_id: int,
         attempt: int,
         kind: str,
+        budget: Budget | None = None,
+        assets_dir: Path | None = None,
     ) -> None:
         self.store = store
         self.job_id = job_id
@@ -52,6 +65,14 @@ class Context:
         self._progress: dict[str, Any] | None = None
         self._progress_written_at = 0.0
         self._progress_task: asyncio.Task[None] | None = None
+        self.budget = budget or Budget()
+        """The bounds this attempt runs inside (global settings, then the kind's defaults)."""
+        self.assets_dir = assets_dir or Path("assets")
+        self.children: set[int] = set()
+        """Process groups of running child processes (see :mod:`jobs.process`)."""
+        from jobs.step import Steps
+
+        self._steps = Steps()
 
     def request_stop(self, why: str) -> None:
         """Tell the handler to stop at its next checkpoint (called by the runtime)."""
@@ -98,3 +119,64 @@ class Context:
         if self._progress_task is not None and not self._progress_task.done():
             self._progress_task.cancel()
         await self._write_progress()
+
+    # -- the runtime API (budgets, effects, assets, blocking work) -------------------------
+
+    def limit(self, budget: Budget | None) -> None:
+        """Tighten this attempt's budget (e.g. from job params); a bound is never loosened."""
+        self.budget = self.budget.tighten(budget)
+
+    def step(self, name: str) -> AbstractAsyncContextManager[Meter]:
+        """A named block with its own budget; its start, end, usage and outcome are recorded.
+
+        Raises (on entry) JobCancelled once a stop was requested, BudgetExceeded when the job's
+        step budget is spent; (inside) BudgetExceeded on the first excess of a bound.
+        """
+        return self._steps.step(self, name)
+
+    @property
+    def usage(self) -> Usage | None:
+        """The job's usage so far (all attempts), once the first step was opened."""
+        return self._steps.usage
+
+    async def effect(self, key: str, do: Do, lookup: Lookup | None = None) -> Any:
+        """Do a side effect at most once for this job under a stable ``key`` (see jobs.effect)."""
+        from jobs.effect import run_effect
+
+        return await run_effect(self, key, do, lookup)
+
+    async def asset(
+        self, name: str, data: bytes | str, content_type: str | None = None
+    ) -> AssetRef:
+        """Keep ``data`` as an asset of the job; it outlives the job and its cancellation."""
+        from jobs.asset import put_asset
+
+        return await put_asset(self, name, data, content_type)
+
+    async def run_blocking(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """Run blocking or CPU-heavy ``fn`` in a thread so other jobs keep their heartbeats.
+
+        A stop request does not interrupt the thread; the handler sees it at its next
+        checkpoint once ``fn`` returns.
+        """
+        return await asyncio.to_thread(fn, *args, **kwargs)
+
+    async def race(self, work: Awaitable[T]) -> T:
+        """Await ``work``, abandoning it at once when a stop is requested.
+
+        Used around calls that must not outlive a cancel, e.g. a model HTTP request: the
+        request's task is cancelled (closing its connection) and JobCancelled is raised.
+        """
+        self.checkpoint()
+        task = asyncio.ensure_future(work)
+        stop = asyncio.ensure_future(self.cancelled.wait())
+        try:
+            await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop.cancel()
+            if not task.done():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+        if task.cancelled():
+            self.checkpoint()
+        return task.result()

@@ -7,13 +7,15 @@ An entry point names a module (imported for its decorators) or a :class:`Kind` o
 
 from __future__ import annotations
 
+import importlib
 import importlib.metadata
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
+from jobs.budget import Budget
 from jobs.errors import InvalidParams, UnknownKind
 
 if TYPE_CHECKING:
@@ -39,6 +41,8 @@ class Kind:
     deadline_seconds: float | None = None
     # Whether the requester (not only an operator) may resolve an ``unknown`` outcome.
     requester_may_resolve: bool = False
+    # Default bounds of this kind; they tighten the global ones (settings), never loosen them.
+    budget: Budget | None = None
 
     def validate(self, raw: dict[str, Any]) -> dict[str, Any]:
         """Validated, normalized parameters as JSON-able data.
@@ -112,6 +116,7 @@ def kind(
     max_attempts: int = 1,
     deadline_seconds: float | None = None,
     requester_may_resolve: bool = False,
+    budget: Budget | None = None,
     into: Registry | None = None,
 ) -> Callable[[Handler], Handler]:
     """Register an async handler as a kind of job."""
@@ -127,6 +132,7 @@ def kind(
                 max_attempts=max_attempts,
                 deadline_seconds=deadline_seconds,
                 requester_may_resolve=requester_may_resolve,
+                budget=budget,
             )
         )
         return handler
@@ -134,9 +140,19 @@ def kind(
     return register
 
 
-def default_registry() -> Registry:
-    """The registry with Errand's built-in kinds and every installed entry point."""
-    import jobs.builtin  # noqa: F401  (registers the built-in kinds)
+def default_registry(extra: str | Sequence[str] = ()) -> Registry:
+    """The registry with Errand's built-in kinds, every installed entry point, and ``extra``.
+
+    Args:
+        extra: modules to import for their ``@kind`` decorators (``ERRAND_EXTRA_KINDS``, comma
+            separated), e.g. a test suite's kinds loaded into a worker subprocess.
+    """
+    import jobs.builtin  # registers noop and sleep
+    import jobs.kinds_builtin  # noqa: F401  (registers demo, command and agent)
 
     registry.load_entry_points()
+    names = extra.split(",") if isinstance(extra, str) else extra
+    for module in (n.strip() for n in names):
+        if module:
+            importlib.import_module(module)
     return registry

@@ -146,11 +146,16 @@ class JobStatus:
     job: JobView
     attempts: list[AttemptView] = field(default_factory=list)
     events: list[EventView] = field(default_factory=list)
+    # The runtime's record: steps (name, usage, outcome) and assets (what is left behind).
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    assets: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         out = self.job.to_json()
         out["attempt_history"] = [a.to_json() for a in self.attempts]
         out["events"] = [e.to_json() for e in self.events]
+        out["steps"] = self.steps
+        out["assets"] = self.assets
         return out
 
 

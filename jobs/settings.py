@@ -11,6 +11,8 @@ import platformdirs
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from jobs.budget import Budget
+
 
 def default_data_dir() -> Path:
     """Where Errand keeps the embedded database and large assets unless told otherwise."""
@@ -50,6 +52,60 @@ class WorkerSettings(BaseSettings):
     reaper_seconds: float = Field(default=1.0, gt=0)
 
 
+class BudgetSettings(BaseSettings):
+    """Global bounds every job runs inside; kinds and job params may only tighten them."""
+
+    model_config = SettingsConfigDict(env_prefix="ERRAND_BUDGET_", env_file=".env", extra="ignore")
+
+    step_tokens: int | None = Field(default=100_000, ge=0)
+    step_tool_calls: int | None = Field(default=16, ge=0)
+    step_seconds: float | None = Field(default=3600.0, gt=0)
+    job_steps: int | None = Field(default=200, ge=0)
+    job_tokens: int | None = Field(default=1_000_000, ge=0)
+    # Wall time of one attempt; the kind's deadline bounds the whole job from submit.
+    job_seconds: float | None = Field(default=None, gt=0)
+
+    def budget(self) -> Budget:
+        """These bounds as a :class:`~jobs.budget.Budget`."""
+        return Budget(**self.model_dump())
+
+
+class QuotaSettings(BaseSettings):
+    """Limits on queued and live jobs; unset means unlimited."""
+
+    model_config = SettingsConfigDict(env_prefix="ERRAND_QUOTA_", env_file=".env", extra="ignore")
+
+    per_requester: int | None = Field(default=None, ge=0)
+    # Per origin group, e.g. a Discord guild.
+    per_group: int | None = Field(default=None, ge=0)
+
+
+class CommandSettings(BaseSettings):
+    """The operator's command catalog (``command`` kind and agent tools)."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="ERRAND_COMMAND_", env_file=".env", extra="ignore"
+    )
+
+    # A TOML file; unset: examples/commands.toml from the checkout.
+    catalog: Path | None = None
+    # Time a stopped command gets between SIGTERM and SIGKILL.
+    kill_grace_seconds: float = Field(default=5.0, gt=0)
+
+
+class AgentSettings(BaseSettings):
+    """The OpenAI-compatible chat-completions endpoint of the ``agent`` kind."""
+
+    model_config = SettingsConfigDict(env_prefix="ERRAND_AGENT_", env_file=".env", extra="ignore")
+
+    # OpenAI, or any compatible server: Ollama (http://localhost:11434/v1), vLLM, llama.cpp.
+    base_url: str = "https://api.openai.com/v1"
+    model: str = "gpt-4o-mini"
+    api_key: SecretStr = SecretStr("unset")
+    timeout_seconds: float = Field(default=120.0, gt=0)
+    max_retries: int = Field(default=2, ge=0)
+
+
 class Settings(BaseSettings):
     """Top-level settings shared by every Errand process."""
 
@@ -61,3 +117,14 @@ class Settings(BaseSettings):
     log_format: str = Field(default="auto", pattern="^(auto|json|console)$")
     db: DatabaseSettings = Field(default_factory=DatabaseSettings)
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
+    budget: BudgetSettings = Field(default_factory=BudgetSettings)
+    quota: QuotaSettings = Field(default_factory=QuotaSettings)
+    command: CommandSettings = Field(default_factory=CommandSettings)
+    agent: AgentSettings = Field(default_factory=AgentSettings)
+    # Modules imported for their @kind decorators (comma-separated; e.g. a test's kinds).
+    extra_kinds: str = ""
+
+    @property
+    def assets_dir(self) -> Path:
+        """Where large assets are kept."""
+        return self.data_dir / "assets"

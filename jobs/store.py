@@ -86,6 +86,10 @@ def backoff(attempt: int, *, base: float = 1.0, cap: float = 300.0) -> float:
     return random.uniform(0, min(cap, base * 2 ** max(0, attempt - 1)))
 
 
+def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: v.isoformat() if isinstance(v, datetime) else v for k, v in row.items()}
+
+
 def redact_error(exc: BaseException, limit: int = 2000) -> dict[str, str]:
     """An error as stored: type and message, cut short; never locals or arguments."""
     from jobs.secrets import scrub
@@ -195,10 +199,14 @@ class JobStore:
                 raise UnknownJob(public_id)
             attempts = await conn.fetch(q("attempt_list_by_job"), record["id"])
             events = await conn.fetch(q("event_list_by_job"), record["id"])
+            steps = await conn.fetch(q("step_list_by_job"), record["id"])
+            assets = await conn.fetch(q("asset_list_by_job"), record["id"])
         return JobStatus(
             job=JobView.from_record(record),
             attempts=[AttemptView.from_record(a) for a in attempts],
             events=[EventView.from_record(e) for e in events],
+            steps=[_jsonable(dict(s)) for s in steps],
+            assets=[_jsonable(dict(a)) for a in assets],
         )
 
     async def list_jobs(

@@ -14,18 +14,20 @@ import os
 import secrets
 import socket
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import asyncpg
 import structlog
 
-from jobs.context import Context, JobCancelled
+from jobs.budget import Budget
+from jobs.context import Context
 from jobs.kinds import Registry
 from jobs.logs import get_logger
 from jobs.model import Claim
-from jobs.settings import WorkerSettings
-from jobs.store import Finish, JobStore, backoff, redact_error
+from jobs.runtime import execute
+from jobs.settings import BudgetSettings, WorkerSettings, default_data_dir
+from jobs.store import Finish, JobStore
 
 log = get_logger("worker")
 
@@ -53,12 +55,17 @@ class Worker:
         *,
         dsn: str,
         name: str | None = None,
+        budget: Budget | None = None,
+        assets_dir: Path | None = None,
     ) -> None:
         self.store = store
         self.registry = registry
         self.settings = settings
         self.dsn = dsn
         self.name = name or incarnation()
+        # The global bounds (ERRAND_BUDGET_*) and where large assets go.
+        self.budget = budget or BudgetSettings().budget()
+        self.assets_dir = assets_dir or default_data_dir() / "assets"
         self.running: dict[int, _Running] = {}
         self._wake = asyncio.Event()
         self._stopping = asyncio.Event()
@@ -211,7 +218,10 @@ class Worker:
     # -- one job --------------------------------------------------------------------------
 
     def _start(self, claim: Claim) -> None:
+        spec = self.registry.get(claim.kind)
         ctx = Context(
+            budget=self.budget.tighten(spec.budget),
+            assets_dir=self.assets_dir,
             store=self.store,
             job_id=claim.job_id,
             public_id=claim.public_id,
@@ -240,22 +250,5 @@ class Worker:
                 self._flush.set()
 
     async def _execute(self, claim: Claim, ctx: Context) -> Finish:
-        spec = self.registry.get(claim.kind)
-        try:
-            result = await spec.handler(ctx, spec.parse(claim.params))
-        except JobCancelled:
-            await ctx.flush()
-            outcome = "released" if ctx.stop_reason == "shutdown" else "cancelled"
-            return Finish(claim.job_id, claim.attempt_id, outcome)
-        except Exception as exc:
-            await ctx.flush()
-            error = redact_error(exc)
-            reason = f"error: {error['type']}: {error['message']}"[:500]
-            ctx.log.warning("job.attempt_failed", error=error["message"])
-            if spec.retry_safe and claim.attempt < claim.max_attempts:
-                run_at = datetime.now(UTC) + timedelta(seconds=backoff(claim.attempt))
-                return Finish(claim.job_id, claim.attempt_id, "retry", error=error,
-                              reason=reason, run_at=run_at)
-            return Finish(claim.job_id, claim.attempt_id, "failed", error=error, reason=reason)
-        await ctx.flush()
-        return Finish(claim.job_id, claim.attempt_id, "succeeded", result=result)
+        # Budgets, effects in doubt and failures map to outcomes in jobs/runtime.py.
+        return await execute(self.registry.get(claim.kind), claim, ctx)

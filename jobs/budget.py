@@ -1,0 +1,128 @@
+"""Budgets: the bounds a job runs inside, per step and per job, and the usage measured against them.
+
+The seed's rule is that async execution must not become a way to escape a bound, so every bound
+is enforced where the usage happens (inside the step, by the runtime), not by the handler's good
+will. Bounds are layered: global settings, then the kind's defaults, then per-job parameters; a
+later layer may only *tighten* an earlier one (:meth:`Budget.tighten`), so user input can never
+raise a limit an operator set.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# Human names of the bounds, as they appear in failure reasons.
+BOUND_NAMES: dict[str, str] = {
+    "step_tokens": "tokens per step",
+    "step_tool_calls": "tool_calls per step",
+    "step_seconds": "seconds per step",
+    "job_steps": "steps per job",
+    "job_tokens": "tokens per job",
+    "job_seconds": "seconds per job",
+}
+
+
+class Budget(BaseModel):
+    """Bounds on one job; ``None`` means unbounded at this layer."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    step_tokens: int | None = Field(default=None, ge=0, description="Model tokens per step")
+    step_tool_calls: int | None = Field(default=None, ge=0, description="Tool calls per step")
+    step_seconds: float | None = Field(default=None, gt=0, description="Wall time per step")
+    job_steps: int | None = Field(default=None, ge=0, description="Steps per job")
+    job_tokens: int | None = Field(default=None, ge=0, description="Model tokens per job")
+    job_seconds: float | None = Field(default=None, gt=0, description="Wall time per attempt")
+
+    def tighten(self, other: Budget | None) -> Budget:
+        """The stricter of ``self`` and ``other`` for every bound."""
+        if other is None:
+            return self
+        values: dict[str, Any] = {}
+        for name in BOUND_NAMES:
+            mine, theirs = getattr(self, name), getattr(other, name)
+            values[name] = theirs if mine is None else mine if theirs is None else min(mine, theirs)
+        return Budget(**values)
+
+
+class BudgetExceeded(Exception):
+    """A bound was exceeded; the job fails (no retry) unless the handler recovers."""
+
+    def __init__(self, bound: str, used: float, limit: float) -> None:
+        self.bound, self.used, self.limit = bound, used, limit
+        super().__init__(f"budget exceeded: {BOUND_NAMES[bound]} {_num(used)} > {_num(limit)}")
+
+
+def _num(value: float) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+class Usage(BaseModel):
+    """What a step or a job consumed."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    tokens: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    tool_calls: int = 0
+    steps: int = 0
+    seconds: float = 0.0
+
+    def add(self, other: Usage) -> None:
+        """Add ``other`` into this usage (``steps`` included)."""
+        self.tokens += other.tokens
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.tool_calls += other.tool_calls
+        self.steps += other.steps
+        self.seconds = round(self.seconds + other.seconds, 3)
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump()
+
+
+class Meter:
+    """Counts one step's usage against the step and job bounds; raises on the first excess.
+
+    Handlers receive it from ``ctx.step(name)``; model and tool code report through it.
+    """
+
+    def __init__(self, budget: Budget, job_usage: Usage, name: str) -> None:
+        self.budget = budget
+        self.name = name
+        self.usage = Usage(steps=1)
+        self._job = job_usage
+
+    def tokens(self, prompt: int = 0, completion: int = 0, total: int | None = None) -> None:
+        """Record model tokens (as the provider reported them) and enforce both token bounds."""
+        total = prompt + completion if total is None else total
+        self.usage.prompt_tokens += prompt
+        self.usage.completion_tokens += completion
+        self.usage.tokens += total
+        self._check("step_tokens", self.usage.tokens)
+        self._check("job_tokens", self._job.tokens + self.usage.tokens)
+
+    def tool_calls(self, count: int = 1) -> None:
+        """Count tool calls *before* running them; raises when they would exceed the bound."""
+        self.usage.tool_calls += count
+        self._check("step_tool_calls", self.usage.tool_calls)
+
+    def tokens_left(self) -> int | None:
+        """Tokens this step may still use (the smaller of the step and job remainders)."""
+        left = [
+            limit - used
+            for limit, used in (
+                (self.budget.step_tokens, self.usage.tokens),
+                (self.budget.job_tokens, self._job.tokens + self.usage.tokens),
+            )
+            if limit is not None
+        ]
+        return max(0, min(left)) if left else None
+
+    def _check(self, bound: str, used: float) -> None:
+        limit = getattr(self.budget, bound)
+        if limit is not None and used > limit:
+            raise BudgetExceeded(bound, used, limit)

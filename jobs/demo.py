@@ -1,0 +1,41 @@
+"""The ``demo`` kind: the default for trying Errand. N steps of S seconds with progress, and on
+request a failure at step K or flakiness, to show budgets, failures and retries."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from jobs.context import Context
+from jobs.kinds import kind
+from jobs.runtime import JobFailed
+
+
+class DemoParams(BaseModel):
+    """Parameters of ``demo``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    steps: int = Field(default=5, ge=0, le=10_000, description="How many steps")
+    step_seconds: float = Field(default=1.0, ge=0, le=3600, description="Seconds per step")
+    fail_at_step: int | None = Field(default=None, ge=1, description="Fail (no retry) at step K")
+    flaky: float = Field(default=0.0, ge=0, le=1, description="Chance a step fails (retried)")
+
+
+@kind("demo", params=DemoParams, retry_safe=True, max_attempts=3)
+async def demo(ctx: Context, params: DemoParams) -> dict[str, Any]:
+    """Take a few steps, reporting progress; optionally fail or be flaky."""
+    for number in range(1, params.steps + 1):
+        async with ctx.step(f"step {number}"):
+            if params.step_seconds:
+                await ctx.sleep(params.step_seconds)
+            else:
+                ctx.checkpoint()
+            if params.fail_at_step == number:
+                raise JobFailed(f"failed at step {number} as asked (fail_at_step)")
+            if params.flaky and random.random() < params.flaky:
+                raise RuntimeError(f"flaky failure at step {number} (attempt {ctx.attempt})")
+        await ctx.progress(number, params.steps, f"step {number} of {params.steps}")
+    return {"steps": params.steps, "attempt": ctx.attempt}

@@ -1,0 +1,75 @@
+"""How the worker runs one handler: inside the job's wall-time bound, and how its end becomes a
+:class:`~jobs.store.Finish` (the worker records it through the store and the transition table).
+
+| the handler...                         | the attempt ends as                                |
+|----------------------------------------|----------------------------------------------------|
+| returns                                | ``succeeded`` with the returned value as result    |
+| stops at a checkpoint (cancel)         | ``cancelled`` (``released`` on worker shutdown)    |
+| exceeds a budget                       | ``failed``, reason naming the bound and the usage  |
+| raises :class:`JobFailed`              | ``failed`` with its message, no retry              |
+| hits an effect in doubt without lookup | ``unknown``                                        |
+| raises anything else                   | a retry when the kind is retry-safe and attempts   |
+|                                        | remain, else ``failed``                            |
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+
+from jobs.budget import BudgetExceeded
+from jobs.context import Context, JobCancelled
+from jobs.effect import EffectInDoubt
+from jobs.kinds import Kind
+from jobs.model import Claim
+from jobs.step import LeaseLost
+from jobs.store import Finish, backoff, redact_error
+
+
+class JobFailed(Exception):
+    """Raised by a handler to fail the job now, without a retry (e.g. a non-zero exit)."""
+
+
+async def execute(spec: Kind, claim: Claim, ctx: Context) -> Finish:
+    """Run ``spec``'s handler for ``claim`` and say how the attempt ended."""
+    ids = (claim.job_id, claim.attempt_id)
+    try:
+        deadline: asyncio.Timeout | None = None
+        try:
+            async with asyncio.timeout(ctx.budget.job_seconds) as deadline:
+                result = await spec.handler(ctx, spec.parse(claim.params))
+        except TimeoutError:
+            if deadline is None or not deadline.expired() or ctx.budget.job_seconds is None:
+                raise
+            raise BudgetExceeded(
+                "job_seconds", round(ctx.budget.job_seconds, 3), ctx.budget.job_seconds
+            ) from None
+    except (JobCancelled, LeaseLost):
+        await ctx.flush()
+        return Finish(*ids, "released" if ctx.stop_reason == "shutdown" else "cancelled")
+    except BudgetExceeded as exc:
+        await ctx.flush()
+        ctx.log.warning("job.budget_exceeded", bound=exc.bound, used=exc.used, limit=exc.limit)
+        error: dict[str, object] = {"type": "BudgetExceeded", "message": str(exc),
+                                    "bound": exc.bound, "used": exc.used, "limit": exc.limit}
+        return Finish(*ids, "failed", error=error, reason=str(exc))
+    except EffectInDoubt as exc:
+        await ctx.flush()
+        ctx.log.warning("job.effect_in_doubt", key=exc.key)
+        return Finish(*ids, "unknown", error=redact_error(exc), reason=str(exc)[:500])
+    except JobFailed as exc:
+        await ctx.flush()
+        failure = redact_error(exc)
+        ctx.log.warning("job.attempt_failed", error=failure["message"])
+        return Finish(*ids, "failed", error=failure, reason=failure["message"][:500])
+    except Exception as exc:
+        await ctx.flush()
+        failure = redact_error(exc)
+        reason = f"error: {failure['type']}: {failure['message']}"[:500]
+        ctx.log.warning("job.attempt_failed", error=failure["message"])
+        if spec.retry_safe and claim.attempt < claim.max_attempts:
+            run_at = datetime.now(UTC) + timedelta(seconds=backoff(claim.attempt))
+            return Finish(*ids, "retry", error=failure, reason=reason, run_at=run_at)
+        return Finish(*ids, "failed", error=failure, reason=reason)
+    await ctx.flush()
+    return Finish(*ids, "succeeded", result=result)

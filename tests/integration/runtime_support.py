@@ -1,0 +1,73 @@
+"""Helpers of the runtime tests: an in-process worker with fast timings, waiting for states."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from jobs.budget import Budget
+from jobs.kinds import Registry
+from jobs.model import JobView
+from jobs.settings import WorkerSettings
+from jobs.store import JobStore
+from jobs.worker import Worker
+
+FAST = {
+    "heartbeat_seconds": 0.2,
+    "lease_seconds": 3.0,
+    "poll_seconds": 0.1,
+    "reaper_seconds": 0.2,
+    "cancel_grace_seconds": 3.0,
+    "shutdown_grace_seconds": 1.0,
+}
+
+
+@asynccontextmanager
+async def running_worker(
+    store: JobStore,
+    registry: Registry,
+    dsn: str,
+    assets_dir: Path,
+    *,
+    budget: Budget | None = None,
+    **overrides: Any,
+) -> AsyncIterator[Worker]:
+    """A worker running in this event loop until the block ends (then a graceful stop)."""
+    settings = WorkerSettings(**(FAST | overrides))
+    worker = Worker(store, registry, settings, dsn=dsn, budget=budget or Budget(),
+                    assets_dir=assets_dir)
+    stop = asyncio.Event()
+    task = asyncio.create_task(worker.run(stop))
+    await asyncio.wait_for(worker.ready.wait(), 5)
+    try:
+        yield worker
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 15)
+
+
+async def wait_for(
+    store: JobStore, public_id: str, states: set[str], within: float = 15.0
+) -> JobView:
+    """The job once it is in one of ``states``; fails the test after ``within`` seconds."""
+    end = time.monotonic() + within
+    while True:
+        job = await store.get(public_id)
+        if job.state.value in states:
+            return job
+        if time.monotonic() > end:
+            raise AssertionError(f"job {public_id} still {job.state.value} ({job.reason})")
+        await asyncio.sleep(0.05)
+
+
+async def wait_until(predicate: Any, within: float = 10.0) -> None:
+    """Poll an async predicate until it is true."""
+    end = time.monotonic() + within
+    while not await predicate():
+        if time.monotonic() > end:
+            raise AssertionError("condition not reached in time")
+        await asyncio.sleep(0.05)
