@@ -530,6 +530,25 @@ class Control:
             data["values"] = list(values or [])
         return self._dispatch_interaction(3, user, msg.channel_id, data, message=msg)
 
+    async def submit_modal(
+        self, user: Ref, handle: InteractionHandle, values: dict[str, Any]
+    ) -> InteractionHandle:
+        """Submit the modal the bot opened (response type 9) with ``{custom_id: value}``;
+        text inputs take strings, selects take lists."""
+        modal = handle.interaction.modal
+        if modal is None:
+            raise LookupError("the bot did not answer this interaction with a modal")
+        unknown = set(values) - set(_modal_inputs(modal.get("components") or []))
+        if unknown:
+            raise LookupError(f"no inputs {sorted(unknown)} in modal {modal.get('custom_id')!r}")
+        data = {
+            "custom_id": modal.get("custom_id"),
+            "components": _modal_submission(modal.get("components") or [], values),
+        }
+        parent = handle.interaction
+        message = self.state.messages.get(parent.message_id) if parent.message_id else None
+        return self._dispatch_interaction(5, user, parent.channel_id, data, message=message)
+
     # ----- reading -----------------------------------------------------------------------
     def message(self, message_id: Ref) -> Message:
         return self.state.messages[ref_id(message_id)]
@@ -653,6 +672,43 @@ class Control:
             ]
             out.append(data)
         return out
+
+
+def _modal_inputs(components: list[dict[str, Any]]) -> list[str]:
+    found: list[str] = []
+    for comp in components:
+        if comp.get("custom_id"):
+            found.append(comp["custom_id"])
+        found += _modal_inputs(comp.get("components") or [])
+        if isinstance(comp.get("component"), dict):
+            found += _modal_inputs([comp["component"]])
+    return found
+
+
+def _modal_submission(
+    components: list[dict[str, Any]], values: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """Mirror the modal's layout (action rows or labels) with the submitted values."""
+    out: list[dict[str, Any]] = []
+    for comp in components:
+        ctype = comp.get("type")
+        if ctype == 1:
+            out.append(
+                {"type": 1, "components": _modal_submission(comp.get("components") or [], values)}
+            )
+        elif ctype == 18 and isinstance(comp.get("component"), dict):
+            inner = _modal_submission([comp["component"]], values)
+            if inner:
+                out.append({"type": 18, "id": comp.get("id", 0), "component": inner[0]})
+        elif comp.get("custom_id"):
+            cid = comp["custom_id"]
+            entry: dict[str, Any] = {"type": ctype, "custom_id": cid, "id": comp.get("id", 0)}
+            if ctype == 4:
+                entry["value"] = str(values.get(cid, comp.get("value") or ""))
+            else:
+                entry["values"] = [str(v) for v in values.get(cid, [])]
+            out.append(entry)
+    return out
 
 
 def _find_component(components: list[dict[str, Any]], custom_id: str) -> dict[str, Any] | None:

@@ -198,3 +198,23 @@ async def test_unknown_command_and_missing_option_are_refused(
         await world.emu.invoke_slash(world.alice, world.channel, "nope")
     with pytest.raises(ValueError, match="required"):
         await world.emu.invoke_slash(world.alice, world.channel, "job status")
+
+
+async def test_modal_round_trip(emu: Emulator, world: World, bot: commands.Bot) -> None:
+    class Feedback(discord.ui.Modal, title="Feedback"):
+        text = discord.ui.TextInput(label="Your feedback", custom_id="text")
+
+        async def on_submit(self, interaction: discord.Interaction) -> None:
+            await interaction.response.send_message(f"thanks: {self.text.value}")
+
+    @bot.tree.command(name="feedback", description="Give feedback")
+    async def feedback(interaction: discord.Interaction) -> None:
+        await interaction.response.send_modal(Feedback())
+
+    async with running_bot(emu, bot):
+        opened = await emu.invoke_slash(world.alice, world.channel, "feedback")
+        await opened.wait_response()
+        assert opened.response_type == 9
+        submitted = await emu.submit_modal(world.alice, opened, {"text": "great"})
+        reply = await submitted.wait_original()
+        assert reply.content == "thanks: great"
