@@ -218,3 +218,43 @@ async def test_modal_round_trip(emu: Emulator, world: World, bot: commands.Bot) 
         submitted = await emu.submit_modal(world.alice, opened, {"text": "great"})
         reply = await submitted.wait_original()
         assert reply.content == "thanks: great"
+
+
+async def test_guild_sync_deferred_update_and_dm_command(emu: Emulator, world: World) -> None:
+    intents = discord.Intents.default()
+    client = discord.Client(intents=intents, guild_ready_timeout=0.05)
+    tree = app_commands.CommandTree(client)
+    guild_obj = discord.Object(id=world.guild.id)
+
+    class Counter(discord.ui.View):
+        @discord.ui.button(label="+1", custom_id="inc")
+        async def inc(self, interaction: discord.Interaction, button: discord.ui.Button) -> None:  # type: ignore[type-arg]
+            await interaction.response.defer()  # type 6: acknowledge, edit later
+            await interaction.edit_original_response(content="count: 1")
+
+    @tree.command(name="count", description="A counter", guild=guild_obj)
+    async def count(interaction: discord.Interaction) -> None:
+        await interaction.response.send_message("count: 0", view=Counter(timeout=None))
+
+    @tree.command(name="hello", description="Works in DMs too")
+    async def hello(interaction: discord.Interaction) -> None:
+        where = "dm" if interaction.guild_id is None else "guild"
+        await interaction.response.send_message(f"hello from {where}")
+
+    async def setup_hook() -> None:
+        await tree.sync(guild=guild_obj)
+        await tree.sync()
+
+    client.setup_hook = setup_hook  # type: ignore[method-assign]
+    async with running_bot(emu, client):
+        listed = await tree.fetch_commands(guild=guild_obj)
+        assert [c.name for c in listed] == ["count"]
+        handle = await emu.invoke_slash(world.alice, world.channel, "count")
+        message = await handle.wait_original()
+        click = await emu.click(world.alice, message, "inc")
+        await emu.wait_until(lambda: message.content == "count: 1", 5)
+        assert click.response_type == 6
+        assert [v.content for v in message.versions] == ["count: 0", "count: 1"]
+        dm = emu.create_dm(world.alice)
+        in_dm = await emu.invoke_slash(world.alice, dm, "hello")
+        assert (await in_dm.wait_original()).content == "hello from dm"
