@@ -78,7 +78,7 @@ class Actions:
             ]
         for item in described:
             key = str(item.get("id"))
-            if key in kept and int(key) > 10**6:
+            if key in kept:  # an existing attachment (snowflake id) kept across an edit
                 result.append(kept[key])
                 continue
             upload = by_index.get(int(key)) if key.isdigit() else None
