@@ -71,6 +71,7 @@ class Worker:
         self._stopping = asyncio.Event()
         self._finished: list[Finish] = []
         self._flush = asyncio.Event()
+        self._flushing: asyncio.Future[Any] | None = None
         self._listener: asyncpg.Connection | None = None
         self.ready = asyncio.Event()
         """Set once the worker listens and is claiming."""
@@ -99,6 +100,8 @@ class Worker:
             for task in loops:
                 task.cancel()
             await asyncio.gather(*loops, return_exceptions=True)
+            if self._flushing is not None and not self._flushing.done():
+                await self._flushing
             if self._finished:
                 await self.store.finish(self._drain())
             if self._listener is not None:
@@ -116,12 +119,15 @@ class Worker:
             item.ctx.request_stop("shutdown")
         tasks = [item.task for item in self.running.values()]
         hard = asyncio.create_task(hard_stop.wait())
+        # Wait for every job, but stop waiting at once on a second signal (hard stop).
+        all_done = asyncio.ensure_future(asyncio.wait(tasks))
         await asyncio.wait(
-            [*tasks, hard],
+            [all_done, hard],
             timeout=self.settings.shutdown_grace_seconds,
-            return_when=asyncio.FIRST_COMPLETED if hard_stop.is_set() else asyncio.ALL_COMPLETED,
+            return_when=asyncio.FIRST_COMPLETED,
         )
         hard.cancel()
+        all_done.cancel()
         for item in list(self.running.values()):
             if not item.task.done():
                 item.task.cancel()
@@ -208,7 +214,9 @@ class Worker:
             await self._flush.wait()
             self._flush.clear()
             if self._finished:
-                await self.store.finish(self._drain())
+                # Shielded: stopping the loop at shutdown must not lose a batch being written.
+                self._flushing = asyncio.ensure_future(self.store.finish(self._drain()))
+                await asyncio.shield(self._flushing)
                 self._wake.set()  # slots are free: claim again
 
     def _drain(self) -> list[Finish]:

@@ -39,7 +39,8 @@ async def effect_probe(ctx: Context, params: EffectParams) -> dict[str, Any]:
 
     async def do() -> dict[str, Any]:
         await ctx.run_blocking(append)
-        await asyncio.sleep(params.hold_seconds)  # the crash window
+        if ctx.attempt == 1:
+            await asyncio.sleep(params.hold_seconds)  # the crash window, first attempt only
         return {"charged": True, "attempt": ctx.attempt}
 
     async def lookup(key: str) -> dict[str, Any] | None:
