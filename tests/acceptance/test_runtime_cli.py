@@ -1,0 +1,127 @@
+"""Acceptance through the real CLI in subprocesses: ``errand worker`` plus ``errand job ...``
+for the demo, command and agent kinds (the agent against a local chat-completions server)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fakes.chat_server import chat_server
+
+ROOT = Path(__file__).resolve().parents[2]
+CLI = [sys.executable, "-c", "from bot.cli import main; main()"]
+
+Errand = Callable[..., Awaitable[dict[str, Any]]]
+
+
+@pytest.fixture
+async def env(db_dsn: str, tmp_path: Path) -> dict[str, str]:
+    return os.environ | {
+        "DATABASE_URL": db_dsn,
+        "PYTHONPATH": str(ROOT),
+        "ERRAND_DATA_DIR": str(tmp_path / "data"),
+        "ERRAND_LOG_FORMAT": "json",
+        "ERRAND_WORKER_HEARTBEAT_SECONDS": "0.5",
+        "ERRAND_WORKER_POLL_SECONDS": "0.2",
+    }
+
+
+@pytest.fixture
+async def errand(env: dict[str, str]) -> Errand:
+    async def run(*args: str) -> dict[str, Any]:
+        proc = await asyncio.create_subprocess_exec(
+            *CLI, *args, env=env, cwd=ROOT, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE)
+        out, err = await proc.communicate()
+        assert proc.returncode == 0, err.decode()
+        result: dict[str, Any] = json.loads(out)
+        return result
+
+    return run
+
+
+@pytest.fixture
+async def worker(env: dict[str, str]) -> AsyncIterator[Callable[..., Awaitable[None]]]:
+    procs: list[asyncio.subprocess.Process] = []
+
+    async def start(**extra: str) -> None:
+        procs.append(await asyncio.create_subprocess_exec(
+            *CLI, "worker", env=env | extra, cwd=ROOT, stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL))
+
+    yield start
+    for proc in procs:
+        proc.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(proc.wait(), 20)
+
+
+async def _until_done(errand: Errand, job_id: str, seen: list[Any]) -> dict[str, Any]:
+    for _ in range(100):
+        status = await errand("job", "status", job_id, "--json")
+        seen.append((status["state"], (status["progress"] or {}).get("done")))
+        if status["state"] in ("succeeded", "failed", "cancelled", "unknown"):
+            return status
+    raise AssertionError(f"job {job_id} did not finish")
+
+
+async def test_demo_job_runs_to_succeeded_with_progress_visible_at_each_step(
+    errand: Errand, worker: Callable[..., Awaitable[None]]
+) -> None:
+    """errand job submit demo --param steps=5 --json -> succeeded; status showed every step."""
+    await worker()
+    job = await errand("job", "submit", "demo", "--param", "steps=5", "--param",
+                       "step_seconds=2", "--json")
+    assert job["state"] == "queued"
+    seen: list[Any] = []
+    status = await _until_done(errand, job["id"], seen)
+    assert status["state"] == "succeeded"
+    assert {d for s, d in seen if s == "running" and d} >= {1, 2, 3, 4}
+    assert status["progress"]["done"] == 5
+    assert [s["outcome"] for s in status["steps"]] == ["ok"] * 5
+    assert status["usage"]["steps"] == 5
+
+
+async def test_command_job_runs_a_real_process_and_keeps_its_log(
+    errand: Errand, worker: Callable[..., Awaitable[None]]
+) -> None:
+    """errand job submit command --param name=hello runs echo; the log is a kept asset."""
+    await worker()
+    job = await errand("job", "submit", "command", "--param", "name=hello", "--param",
+                       'args={"who": "ann"}', "--json")
+    status = await _until_done(errand, job["id"], [])
+    assert status["state"] == "succeeded"
+    assert status["result"]["exit_code"] == 0
+    assert [a["name"] for a in status["assets"]] == ["command.log"]
+    assert status["assets"][0]["size"] == len(b"hello, ann\n")
+
+
+async def test_agent_job_finishes_and_fails_with_a_tool_call_budget_of_one(
+    errand: Errand, worker: Callable[..., Awaitable[None]]
+) -> None:
+    """An agent job against the local chat-completions server answers; the same job with a
+    tool-call budget of 1 per step fails naming that budget."""
+    script = [
+        {"tool_calls": [{"name": "date", "arguments": {}}, {"name": "hello", "arguments": {}}]},
+        {"content": "It is today, and hello."},
+    ]
+    async with chat_server({"acc": script}) as server:
+        await worker(ERRAND_AGENT_BASE_URL=server.url, ERRAND_AGENT_API_KEY="sk-acceptance-key",
+                     ERRAND_AGENT_MAX_RETRIES="0")
+        ok = await errand("job", "submit", "agent", "--param", "prompt=[script:acc] what now",
+                          "--json")
+        tight = await errand("job", "submit", "agent", "--param", "prompt=[script:acc] again",
+                             "--param", 'budget={"step_tool_calls": 1}', "--json")
+        done = await _until_done(errand, ok["id"], [])
+        failed = await _until_done(errand, tight["id"], [])
+    assert done["state"] == "succeeded"
+    assert done["result"]["answer"] == "It is today, and hello."
+    assert failed["state"] == "failed"
+    assert failed["reason"] == "budget exceeded: tool_calls per step 2 > 1"
