@@ -88,6 +88,19 @@ def make_machine(dsn: str) -> type[RuleBasedStateMachine]:
             if landed:  # no write from a non-current attempt lands
                 assert current == attempt_id
 
+        @rule(data=st.data(), outcome=st.sampled_from(OUTCOMES))
+        def stale_write(self, data: st.DataObject, outcome: str) -> None:
+            """An attempt that no longer holds the lease reports: nothing may land."""
+            ended = self.run(self.pool.fetch(
+                "SELECT job_id, id FROM attempt WHERE ended_at IS NOT NULL ORDER BY id"))
+            if not ended:
+                return
+            row = data.draw(st.sampled_from(ended))
+            with pytest.raises(StaleTransition):
+                self.run(self.store.finish_one(Finish(row["job_id"], row["id"], outcome,
+                                                      result={"stale": True})))
+            assert not self.run(self.store.set_progress(row["job_id"], row["id"], {"s": 1}))
+
         @rule(data=st.data())
         def progress(self, data: st.DataObject) -> None:
             if not self.attempts:
