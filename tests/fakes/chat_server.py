@@ -1,0 +1,108 @@
+"""A local HTTP server speaking the OpenAI chat-completions wire format, with scripted replies.
+
+It is the outer edge of the agent tests: the real ``openai`` client talks HTTP to it. It is
+stateless per request: a script is chosen by a ``[script:NAME]`` marker in the first user
+message, and the reply is the script's entry number *k*, where *k* is how many assistant
+messages the request already carries. An entry is a dict with any of:
+
+- ``content``: the final answer text;
+- ``tool_calls``: ``[{"name": ..., "arguments": {...}}, ...]``;
+- ``usage``: ``{"prompt_tokens": n, "completion_tokens": m}`` (default: small numbers);
+- ``delay``: seconds to wait before answering (a slow model; an abort by the client is seen);
+- ``status`` / ``error``: an HTTP error reply instead.
+
+What it saw (bodies, authorization headers, aborted requests) is kept for the tests to assert.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+_MARK = re.compile(r"\[script:([A-Za-z0-9_-]+)\]")
+
+
+@dataclass
+class ChatServer:
+    """The fake provider's scripts and what it saw."""
+
+    scripts: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    authorizations: list[str] = field(default_factory=list)
+    aborted: list[str] = field(default_factory=list)
+    started: asyncio.Event = field(default_factory=asyncio.Event)
+    url: str = ""
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        self.requests.append(body)
+        self.authorizations.append(request.headers.get("Authorization", ""))
+        messages = body.get("messages", [])
+        first_user = next((m.get("content", "") for m in messages if m.get("role") == "user"), "")
+        mark = _MARK.search(str(first_user))
+        script = self.scripts.get(mark[1] if mark else "default", [{"content": "ok"}])
+        turn = sum(1 for m in messages if m.get("role") == "assistant")
+        entry = script[min(turn, len(script) - 1)]
+        self.started.set()
+        if entry.get("delay"):
+            deadline = time.monotonic() + float(entry["delay"])
+            while time.monotonic() < deadline:
+                transport = request.transport
+                if transport is None or transport.is_closing():
+                    self.aborted.append(mark[1] if mark else "default")
+                    return web.Response(status=499)
+                await asyncio.sleep(0.02)
+        if "status" in entry:
+            return web.json_response(
+                {"error": {"message": entry.get("error", "scripted error"), "type": "server_error",
+                           "code": None}},
+                status=int(entry["status"]),
+            )
+        return web.json_response(self._completion(body, entry, turn))
+
+    def _completion(self, body: dict[str, Any], entry: dict[str, Any], turn: int) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": entry.get("content")}
+        if entry.get("tool_calls"):
+            message["tool_calls"] = [
+                {"id": f"call_{turn}_{i}", "type": "function",
+                 "function": {"name": c["name"], "arguments": json.dumps(c.get("arguments", {}))}}
+                for i, c in enumerate(entry["tool_calls"])
+            ]
+        usage = {"prompt_tokens": 10, "completion_tokens": 5} | entry.get("usage", {})
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        return {
+            "id": f"chatcmpl-{turn}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", "fake"),
+            "choices": [{"index": 0, "message": message,
+                         "finish_reason": "tool_calls" if entry.get("tool_calls") else "stop"}],
+            "usage": usage,
+        }
+
+
+@asynccontextmanager
+async def chat_server(scripts: dict[str, list[dict[str, Any]]]) -> AsyncIterator[ChatServer]:
+    """Serve ``scripts`` on 127.0.0.1 (a free port); ``server.url`` is the ``/v1`` base URL."""
+    server = ChatServer(scripts=scripts)
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", server.handle)
+    runner = web.AppRunner(app, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    sockets = site._server.sockets if site._server is not None else []  # type: ignore[union-attr]
+    port = sockets[0].getsockname()[1]
+    server.url = f"http://127.0.0.1:{port}/v1"
+    try:
+        yield server
+    finally:
+        await runner.cleanup()
