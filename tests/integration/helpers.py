@@ -15,7 +15,8 @@ async def events(pool: asyncpg.Pool, job_id: int) -> list[dict[str, Any]]:
 
 async def moves(pool: asyncpg.Pool, job_id: int) -> list[tuple[str | None, str]]:
     """(from, to) of every event that changed the job."""
-    return [(e["from_state"], e["to_state"]) for e in await events(pool, job_id) if not e["ignored"]]
+    changes = [e for e in await events(pool, job_id) if not e["ignored"]]
+    return [(e["from_state"], e["to_state"]) for e in changes]
 
 
 async def expire_lease(pool: asyncpg.Pool, job_id: int) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 
 import asyncpg
 
@@ -38,7 +39,7 @@ async def _check_history(pool: asyncpg.Pool, job_id: int) -> None:
     """Every change is a legal edge, has one event, and cancelled never becomes succeeded."""
     evs = await events(pool, job_id)
     changes = [e for e in evs if not e["ignored"]]
-    for prev, nxt in zip(changes, changes[1:], strict=False):
+    for prev, nxt in itertools.pairwise(changes):
         assert prev["to_state"] == nxt["from_state"]
         assert State(nxt["to_state"]) in TRANSITIONS[(State(nxt["from_state"]),
                                                       Actor(nxt["actor"]))]

@@ -131,7 +131,8 @@ def make_machine(dsn: str) -> type[RuleBasedStateMachine]:
                 self.run(self.store.cancel(public_id, actor=actor, by="r", force=force))
             except IllegalTransition:
                 state = self.run(self.store.get(public_id)).state
-                assert state is State.UNKNOWN and not force
+                assert state is State.UNKNOWN
+                assert not force
 
         @rule(data=st.data())
         def expire_lease(self, data: st.DataObject) -> None:
@@ -194,7 +195,8 @@ def make_machine(dsn: str) -> type[RuleBasedStateMachine]:
                 if r["state"] in ("running", "cancelling"):
                     assert live == [r["current_attempt_id"]]
                 else:
-                    assert live == [] and r["current_attempt_id"] is None
+                    assert live == []
+                    assert r["current_attempt_id"] is None
 
         @invariant()
         def terminal_states_never_change(self) -> None:

@@ -26,7 +26,8 @@ async def submit_and_claim(store: JobStore, kind: str = "sleep", worker: str = "
 
 async def test_submit_is_idempotent_on_its_key(store: JobStore, pool: asyncpg.Pool) -> None:
     """Repeating a submit with the same key returns the same job and creates nothing more."""
-    first, created = await store.submit("sleep", {"seconds": 1}, requester="a", idempotency_key="k1")
+    first, created = await store.submit("sleep", {"seconds": 1}, requester="a",
+                                        idempotency_key="k1")
     again, created_again = await store.submit("sleep", {"seconds": 1}, requester="a",
                                               idempotency_key="k1")
     assert (created, created_again) == (True, False)
@@ -69,7 +70,8 @@ async def test_public_ids_are_short_and_safe_to_type(store: JobStore) -> None:
         job, _ = await store.submit("noop", {}, requester="a")
         assert len(job.public_id) <= 12
         assert not set(job.public_id) & set("01ilo")
-        assert job.public_id.isalnum() and job.public_id.islower()
+        assert job.public_id.isalnum()
+        assert job.public_id.islower()
 
 
 async def test_concurrent_claims_never_share_a_job(store: JobStore, pool: asyncpg.Pool) -> None:
@@ -223,7 +225,8 @@ async def test_late_success_after_cancelled_is_left_behind(
     job = await store.get(claim.public_id)
     assert (job.state, job.result) == (State.CANCELLED, None)
     last = (await events(pool, claim.job_id))[-1]
-    assert last["ignored"] and last["data"]["left_behind_result"] == {"late": True}
+    assert last["ignored"]
+    assert last["data"]["left_behind_result"] == {"late": True}
 
 
 async def test_reaper_routes_expired_leases_by_policy(store: JobStore, pool: asyncpg.Pool) -> None:
@@ -245,7 +248,8 @@ async def test_reaper_routes_expired_leases_by_policy(store: JobStore, pool: asy
     assert done == {"retried": 1, "unknown": 1, "cancel_forced": 1, "failed": 1}
     assert await store.reap(cancel_grace_seconds=60) == {}  # nothing twice
     r = await store.get(retry.public_id)
-    assert r.state is State.QUEUED and r.run_at <= datetime.now(UTC) + timedelta(seconds=11)
+    assert r.state is State.QUEUED
+    assert r.run_at <= datetime.now(UTC) + timedelta(seconds=11)
     assert (await store.get(blind.public_id)).state is State.UNKNOWN
     c = await store.get(cancelling.public_id)
     assert (c.state, c.reason) == (State.CANCELLED, "forced")
@@ -300,7 +304,8 @@ async def test_resolve_unknown_by_operator_and_requester_rules(
                               note="charge not found at provider", by="op")
     assert job.state is State.QUEUED
     last = (await events(pool, claim.job_id))[-1]
-    assert last["actor"] == "operator" and last["data"]["note"] == "charge not found at provider"
+    assert last["actor"] == "operator"
+    assert last["data"]["note"] == "charge not found at provider"
     with pytest.raises(IllegalTransition):
         await store.resolve(claim.public_id, actor=Actor.OPERATOR, outcome="failed",
                             note="x", by="op")
@@ -327,7 +332,8 @@ async def test_errors_are_stored_redacted(store: JobStore, pool: asyncpg.Pool) -
 
     err = redact_error(RuntimeError(
         "connect postgresql://bob:hunter2@db/x failed; Authorization: Bearer abcdefghijkl"))
-    assert "hunter2" not in err["message"] and "abcdefghijkl" not in err["message"]
+    assert "hunter2" not in err["message"]
+    assert "abcdefghijkl" not in err["message"]
     claim = await submit_and_claim(store)
     await store.finish_one(Finish(claim.job_id, claim.attempt_id, "failed", error=err,
                                   reason="error"))

@@ -60,7 +60,7 @@ def test_terminal_states_have_no_way_out_and_cancelled_never_becomes_succeeded()
     for state, actor in itertools.product(TERMINAL, Actor):
         assert allowed(state, actor) == frozenset()
     assert State.UNKNOWN not in TERMINAL
-    assert LIVE == {State.RUNNING, State.CANCELLING}
+    assert {State.RUNNING, State.CANCELLING} == LIVE
 
 
 def test_sources_is_the_inverse_of_the_table() -> None:
