@@ -30,7 +30,9 @@ class JobFailed(Exception):
     """Raised by a handler to fail the job now, without a retry (e.g. a non-zero exit)."""
 
 
-async def execute(spec: Kind, claim: Claim, ctx: Context) -> Finish:
+async def execute(
+    spec: Kind, claim: Claim, ctx: Context, *, retry_base: float = 1.0, retry_cap: float = 300.0
+) -> Finish:
     """Run ``spec``'s handler for ``claim`` and say how the attempt ended."""
     ids = (claim.job_id, claim.attempt_id)
     try:
@@ -68,7 +70,8 @@ async def execute(spec: Kind, claim: Claim, ctx: Context) -> Finish:
         reason = f"error: {failure['type']}: {failure['message']}"[:500]
         ctx.log.warning("job.attempt_failed", error=failure["message"])
         if spec.retry_safe and claim.attempt < claim.max_attempts:
-            run_at = datetime.now(UTC) + timedelta(seconds=backoff(claim.attempt))
+            delay = backoff(claim.attempt, base=retry_base, cap=retry_cap)
+            run_at = datetime.now(UTC) + timedelta(seconds=delay)
             return Finish(*ids, "retry", error=failure, reason=reason, run_at=run_at)
         return Finish(*ids, "failed", error=failure, reason=reason)
     await ctx.flush()

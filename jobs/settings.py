@@ -50,6 +50,9 @@ class WorkerSettings(BaseSettings):
     # Time running jobs get to stop on SIGTERM before their leases are released.
     shutdown_grace_seconds: float = Field(default=10.0, gt=0)
     reaper_seconds: float = Field(default=1.0, gt=0)
+    # Retries wait base * 2**(attempt-1) seconds with full jitter, at most retry_cap_seconds.
+    retry_base_seconds: float = Field(default=1.0, ge=0)
+    retry_cap_seconds: float = Field(default=300.0, ge=0)
 
 
 class BudgetSettings(BaseSettings):
@@ -106,6 +109,18 @@ class AgentSettings(BaseSettings):
     max_retries: int = Field(default=2, ge=0)
 
 
+class HealthSettings(BaseSettings):
+    """The HTTP endpoint of every long-running process: /healthz, /readyz and /metrics."""
+
+    model_config = SettingsConfigDict(env_prefix="ERRAND_HEALTH_", env_file=".env", extra="ignore")
+
+    # Unset: no endpoint (two processes on one laptop never fight over a port); 0: any free
+    # port (logged as health.listening); the container image sets 8080.
+    port: int | None = Field(default=None, ge=0, le=65535)
+    # Loopback unless told otherwise; the image listens on all interfaces for the scraper.
+    host: str = "127.0.0.1"
+
+
 class Settings(BaseSettings):
     """Top-level settings shared by every Errand process."""
 
@@ -121,6 +136,7 @@ class Settings(BaseSettings):
     quota: QuotaSettings = Field(default_factory=QuotaSettings)
     command: CommandSettings = Field(default_factory=CommandSettings)
     agent: AgentSettings = Field(default_factory=AgentSettings)
+    health: HealthSettings = Field(default_factory=HealthSettings)
     # Modules imported for their @kind decorators (comma-separated; e.g. a test's kinds).
     extra_kinds: str = ""
 

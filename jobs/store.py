@@ -15,6 +15,7 @@ from typing import Any
 
 import asyncpg
 
+from jobs import metrics
 from jobs.db import Conn
 from jobs.errors import IllegalTransition, NotAllowed, QuotaExceeded, StaleTransition, UnknownJob
 from jobs.ids import new_public_id, normalize
@@ -277,11 +278,11 @@ class JobStore:
         view = JobView.from_record(current)
         if moved.ok:
             outcome = "cancelled" if moved.target is S.CANCELLED else "cancelling"
-            return CancelOutcome(view, outcome, True)
+            return metrics.cancel_answered(CancelOutcome(view, outcome, True))
         if moved.source is S.CANCELLING:
-            return CancelOutcome(view, "already_cancelling", False)
+            return metrics.cancel_answered(CancelOutcome(view, "already_cancelling", False))
         if moved.source in TERMINAL:
-            return CancelOutcome(view, "too_late", False)
+            return metrics.cancel_answered(CancelOutcome(view, "too_late", False))
         raise IllegalTransition(view.public_id, moved.source.value, "cancelled", actor.value)
 
     async def resolve(
@@ -423,7 +424,12 @@ class JobStore:
     # -- the system: reaper, cancel grace and deadlines -------------------------------------
 
     async def reap(
-        self, *, cancel_grace_seconds: float, batch: int = 100, retry_base: float = 1.0
+        self,
+        *,
+        cancel_grace_seconds: float,
+        batch: int = 100,
+        retry_base: float = 1.0,
+        retry_cap: float = 300.0,
     ) -> dict[str, int]:
         """Settle expired leases, unacknowledged cancels and passed deadlines.
 
@@ -450,7 +456,7 @@ class JobStore:
                                   outcome="abandoned")]
                     key = "unknown"
                 elif r["attempts"] < r["max_attempts"]:
-                    delay = backoff(r["attempts"], base=retry_base)
+                    delay = backoff(r["attempts"], base=retry_base, cap=retry_cap)
                     row = Row(r["id"], attempt_id=r["attempt_id"],
                               run_at=now + timedelta(seconds=delay))
                     moves = [Move(S.RUNNING, S.QUEUED, "lease expired; retrying",

@@ -201,7 +201,9 @@ class Worker:
             await asyncio.sleep(self.settings.reaper_seconds)
             try:
                 done = await self.store.reap(
-                    cancel_grace_seconds=self.settings.cancel_grace_seconds
+                    cancel_grace_seconds=self.settings.cancel_grace_seconds,
+                    retry_base=self.settings.retry_base_seconds,
+                    retry_cap=self.settings.retry_cap_seconds,
                 )
             except asyncpg.PostgresError as exc:
                 log.warning("reaper.failed", error=str(exc))
@@ -259,4 +261,7 @@ class Worker:
 
     async def _execute(self, claim: Claim, ctx: Context) -> Finish:
         # Budgets, effects in doubt and failures map to outcomes in jobs/runtime.py.
-        return await execute(self.registry.get(claim.kind), claim, ctx)
+        return await execute(
+            self.registry.get(claim.kind), claim, ctx,
+            retry_base=self.settings.retry_base_seconds, retry_cap=self.settings.retry_cap_seconds,
+        )

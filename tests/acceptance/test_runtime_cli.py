@@ -3,64 +3,12 @@ for the demo, command and agent kinds (the agent against a local chat-completion
 
 from __future__ import annotations
 
-import asyncio
-import json
-import os
-import signal
-import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
+from collections.abc import Awaitable, Callable
 from typing import Any
-
-import pytest
 
 from tests.fakes.chat_server import chat_server
 
-ROOT = Path(__file__).resolve().parents[2]
-CLI = [sys.executable, "-c", "from bot.cli import main; main()"]
-
 Errand = Callable[..., Awaitable[dict[str, Any]]]
-
-
-@pytest.fixture
-async def env(db_dsn: str, tmp_path: Path) -> dict[str, str]:
-    return os.environ | {
-        "DATABASE_URL": db_dsn,
-        "PYTHONPATH": str(ROOT),
-        "ERRAND_DATA_DIR": str(tmp_path / "data"),
-        "ERRAND_LOG_FORMAT": "json",
-        "ERRAND_WORKER_HEARTBEAT_SECONDS": "0.5",
-        "ERRAND_WORKER_POLL_SECONDS": "0.2",
-    }
-
-
-@pytest.fixture
-async def errand(env: dict[str, str]) -> Errand:
-    async def run(*args: str) -> dict[str, Any]:
-        proc = await asyncio.create_subprocess_exec(
-            *CLI, *args, env=env, cwd=ROOT, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE)
-        out, err = await proc.communicate()
-        assert proc.returncode == 0, err.decode()
-        result: dict[str, Any] = json.loads(out)
-        return result
-
-    return run
-
-
-@pytest.fixture
-async def worker(env: dict[str, str]) -> AsyncIterator[Callable[..., Awaitable[None]]]:
-    procs: list[asyncio.subprocess.Process] = []
-
-    async def start(**extra: str) -> None:
-        procs.append(await asyncio.create_subprocess_exec(
-            *CLI, "worker", env=env | extra, cwd=ROOT, stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.DEVNULL))
-
-    yield start
-    for proc in procs:
-        proc.send_signal(signal.SIGTERM)
-        await asyncio.wait_for(proc.wait(), 20)
 
 
 async def _until_done(errand: Errand, job_id: str, seen: list[Any]) -> dict[str, Any]:

@@ -1,0 +1,114 @@
+"""The job record's acceptance through the real CLI: submit, status, cancel, crash and restart."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import asyncpg
+
+from tests.acceptance.conftest import Ran
+
+Errand = Callable[..., Awaitable[dict[str, Any]]]
+Worker = Callable[..., Awaitable[asyncio.subprocess.Process]]
+
+
+async def _wait_state(pool: asyncpg.Pool, public_id: str, state: str, within: float) -> None:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if await pool.fetchval("SELECT state::text FROM job WHERE public_id = $1",
+                               public_id) == state:
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"{public_id} did not reach {state} in {within}s")
+
+
+async def test_sleep_job_is_queued_then_running_then_cancelled_within_a_second(
+    errand: Errand, worker: Worker, pool: asyncpg.Pool
+) -> None:
+    """submit returns at once; status shows queued, then running; cancel -> cancelled within
+    a second of the request, and the job never reports success afterwards."""
+    started = time.monotonic()
+    job = await errand("job", "submit", "sleep", "--param", "seconds=30", "--json")
+    assert time.monotonic() - started < 5  # a whole CLI process, start-up included
+    assert job["state"] == "queued"
+    assert len(job["id"]) <= 12
+    status = await errand("job", "status", job["id"], "--json")
+    assert (status["state"], status["attempts"]) == ("queued", 0)
+
+    await worker()
+    await _wait_state(pool, job["id"], "running", within=10)
+    status = await errand("job", "status", job["id"], "--json")
+    assert (status["state"], status["attempts"]) == ("running", 1)
+
+    cancel = await errand("job", "cancel", job["id"], "--reason", "enough", "--json")
+    assert cancel["outcome"] in ("cancelling", "cancelled")
+    await _wait_state(pool, job["id"], "cancelled", within=5)
+    requested, acknowledged = await pool.fetchval(
+        "SELECT array_agg(e.at ORDER BY e.id) FROM event e JOIN job j ON j.id = e.job_id "
+        "WHERE j.public_id = $1 AND e.to_state IN ('cancelling', 'cancelled') AND NOT e.ignored",
+        job["id"])
+    assert (acknowledged - requested).total_seconds() < 1.0
+
+    await asyncio.sleep(1.0)  # give a misbehaving worker time to report success
+    status = await errand("job", "status", job["id"], "--json")
+    assert status["state"] == "cancelled"
+    assert status["reason"] == "cancelled by operator: enough"
+    assert [e["to"] for e in status["events"] if not e["ignored"]] == [
+        "queued", "running", "cancelling", "cancelled"]
+    for event in status["events"]:
+        assert set(event) >= {"from", "to", "actor", "attempt", "reason", "at"}
+    assert "succeeded" not in [e["to"] for e in status["events"]]
+
+
+async def test_a_worker_killed_mid_job_is_taken_over_after_its_lease_expires(
+    errand: Errand, worker: Worker, pool: asyncpg.Pool
+) -> None:
+    """SIGKILL a worker while it runs a job; another worker finishes it after lease expiry."""
+    fast = {"ERRAND_WORKER_LEASE_SECONDS": "1", "ERRAND_WORKER_HEARTBEAT_SECONDS": "0.3",
+            "ERRAND_WORKER_REAPER_SECONDS": "0.2", "ERRAND_WORKER_RETRY_BASE_SECONDS": "0"}
+    first = await worker(**fast)
+    job = await errand("job", "submit", "sleep", "--param", "seconds=2", "--json")
+    await _wait_state(pool, job["id"], "running", within=10)
+    first.kill()
+    await first.wait()
+    await worker(**fast)
+    await _wait_state(pool, job["id"], "succeeded", within=15)
+
+    status = await errand("job", "status", job["id"], "--json")
+    outcomes = [a["outcome"] for a in status["attempt_history"]]
+    assert outcomes == ["abandoned", "succeeded"]
+    moves = [(e["from"], e["to"], e["actor"]) for e in status["events"] if not e["ignored"]]
+    assert moves == [(None, "queued", "requester"), ("queued", "running", "worker"),
+                     ("running", "queued", "system"), ("queued", "running", "worker"),
+                     ("running", "succeeded", "worker")]
+
+
+async def test_bad_input_exits_2_with_one_line_and_changes_nothing(
+    errand_raw: Callable[..., Awaitable[Ran]], pool: asyncpg.Pool
+) -> None:
+    """Unknown id, bad params, unknown kind, bad --param, illegal transition: exit 2, one
+    stderr line, no change in the database."""
+    queued = await errand_raw("job", "submit", "sleep", "--json")
+    assert queued.code == 0
+    before = await pool.fetchval("SELECT count(*) FROM event")
+    cases = [
+        ("job", "status", "zzzzzzzz"),
+        ("job", "cancel", "zzzzzzzz"),
+        ("job", "submit", "sleep", "--param", "seconds=soon"),
+        ("job", "submit", "sleep", "--param", "seconds"),
+        ("job", "submit", "no-such-kind"),
+        ("job", "resolve", "zzzzzzzz", "--as", "failed", "--note", "x"),
+    ]
+    job_id = __import__("json").loads(queued.out)["id"]
+    cases.append(("job", "resolve", job_id, "--as", "failed", "--note", "not unknown"))
+    for args in cases:
+        ran = await errand_raw(*args)
+        assert ran.code == 2, (args, ran)
+        lines = [line for line in ran.err.splitlines() if line.strip()]
+        assert len(lines) == 1, (args, ran.err)
+        assert lines[0].startswith("error: ")
+    assert await pool.fetchval("SELECT count(*) FROM job") == 1
+    assert await pool.fetchval("SELECT count(*) FROM event") == before
