@@ -12,19 +12,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
-import asyncpg
-
+from bench.common import fresh_db, server_dsn
 from jobs.budget import Budget
-from jobs.db import create_pool, embedded_dsn
+from jobs.db import create_pool
 from jobs.kinds import default_registry
-from jobs.migrate import migrate
 from jobs.settings import WorkerSettings
 from jobs.store import JobStore
 from jobs.worker import Worker
@@ -49,19 +45,6 @@ def rss_mb() -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return float("nan")
-
-
-async def fresh_db(server: str, name: str) -> str:
-    admin = await asyncpg.connect(server)
-    await admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-    await admin.execute(f"CREATE DATABASE {name}")
-    await admin.close()
-    parts = urlsplit(server)
-    dsn = urlunsplit(parts._replace(path=f"/{name}"))
-    conn = await asyncpg.connect(dsn)
-    await migrate(conn)
-    await conn.close()
-    return dsn
 
 
 async def submit_many(store: JobStore, kind: str, params: dict[str, object], n: int) -> None:
@@ -132,11 +115,7 @@ async def main() -> None:
     parser.add_argument("--demo-jobs", type=int, default=2000)
     parser.add_argument("--demo-steps", type=int, default=5)
     args = parser.parse_args()
-    server = os.environ.get("DATABASE_URL")
-    tmp = None
-    if not server:
-        tmp = tempfile.TemporaryDirectory(prefix="errand-bench-")
-        server = embedded_dsn(Path(tmp.name) / "pgdata")
+    server = server_dsn()
     for n in args.jobs:
         await sleeping(server, n, args.interval)
     await demo_throughput(server, args.demo_jobs, args.demo_steps)
