@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,6 +76,8 @@ class Emulator(Control):
         self.requests: deque[RequestRecord] = deque(maxlen=20000)
         self._runner: web.AppRunner | None = None
         self._port: int | None = None
+        # Extra routes (e.g. the chat page) added to every app this emulator builds.
+        self.app_setup: list[Callable[[web.Application], None]] = []
         self.clock.on_advance(self.actions.sweep_archives)
         Control.__init__(self)
 
@@ -108,6 +111,8 @@ class Emulator(Control):
 
         app.router.add_get("/attachments/{channel_id}/{attachment_id}/{filename}", get_attachment)
         add_control_routes(app)
+        for setup in self.app_setup:
+            setup(app)
         return app
 
     async def start(self) -> Emulator:

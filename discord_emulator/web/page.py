@@ -1,0 +1,231 @@
+"""The chat page's HTTP side: ``/`` serves the page, ``/_emulator/page/...`` serves it data.
+
+The page reads a user's view of the world (channels, threads, DMs; messages with ephemeral ones
+only for the user they were sent to), sends what the composer holds (a slash command parsed by
+:mod:`.commandline`, or a plain message) and completes command lines. Clicks and the live event
+stream use the control API (``/_emulator/clicks``, ``/_emulator/events``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from discord_emulator.state import DM, FLAG_LOADING, FORUM, TEXT, Channel, Message
+
+from .commandline import CommandLineError, parse, suggest
+
+if TYPE_CHECKING:
+    from discord_emulator.server import Emulator
+
+STATIC_FILES = {
+    "page.js": "text/javascript",
+    "page.css": "text/css",
+}
+
+
+@dataclass
+class PageConfig:
+    """Who can be acted as on the page (user ids; the first is the default) and its title."""
+
+    viewers: list[int] = field(default_factory=list)
+    title: str = "Errand sandbox"
+
+
+PAGE_KEY: web.AppKey[PageConfig] = web.AppKey("discord_emulator.page", PageConfig)
+
+
+def _emu(request: web.Request) -> Emulator:
+    from discord_emulator.rest.common import EMU_KEY
+
+    return request.app[EMU_KEY]
+
+
+def _static(name: str) -> str:
+    return resources.files(__package__).joinpath("static", name).read_text(encoding="utf-8")
+
+
+def _user_id(request: web.Request) -> int:
+    raw = request.query.get("user_id", "")
+    if not raw.isdigit() or int(raw) not in _emu(request).state.users:
+        raise web.HTTPBadRequest(text="user_id: unknown user")
+    return int(raw)
+
+
+def can_see_channel(emu: Emulator, channel: Channel, user_id: int) -> bool:
+    """DMs are seen by their recipients; guild channels by the guild's members."""
+    if channel.type == DM:
+        return user_id in channel.recipient_ids
+    if channel.guild_id is None:
+        return False
+    return emu.state.member(channel.guild_id, user_id) is not None
+
+
+def can_see_message(msg: Message, user_id: int) -> bool:
+    """Ephemeral messages are only shown to the user whose interaction they answer."""
+    if msg.deleted:
+        return False
+    if not msg.ephemeral:
+        return True
+    meta = msg.interaction_metadata or {}
+    return str((meta.get("user") or {}).get("id")) == str(user_id)
+
+
+def _channel_entry(emu: Emulator, channel: Channel) -> dict[str, Any]:
+    kind = {TEXT: "text", FORUM: "forum", DM: "dm"}.get(channel.type, "thread")
+    name = channel.name
+    if channel.type == DM:
+        name = emu.bot_user.username
+    return {
+        "id": str(channel.id),
+        "name": name,
+        "kind": kind,
+        "parent_id": str(channel.parent_id) if channel.parent_id else None,
+        "archived": bool(channel.thread and channel.thread.archived),
+    }
+
+
+async def world(request: web.Request) -> web.Response:
+    """The acting user's sidebar: guild channels with their threads, and the user's DMs."""
+    emu = _emu(request)
+    config = request.app[PAGE_KEY]
+    viewers = [emu.state.users[v] for v in config.viewers if v in emu.state.users]
+    user_id = _user_id(request) if "user_id" in request.query else viewers[0].id
+    channels = []
+    for guild in emu.state.guilds.values():
+        if user_id not in guild.members:
+            continue
+        for cid in guild.channel_ids:
+            channel = emu.state.channels[cid]
+            entry = _channel_entry(emu, channel)
+            entry["guild"] = guild.name
+            threads = sorted(emu.threads(channel), key=lambda t: t.id, reverse=True)
+            entry["threads"] = [_channel_entry(emu, t) for t in threads]
+            channels.append(entry)
+    for channel in emu.state.channels.values():
+        if channel.type == DM and user_id in channel.recipient_ids:
+            channels.append(_channel_entry(emu, channel) | {"threads": []})
+    return web.json_response(
+        {
+            "title": config.title,
+            "user_id": str(user_id),
+            "viewers": [{"id": str(u.id), "name": u.username} for u in viewers],
+            "bot": {"id": str(emu.bot_user.id), "name": emu.bot_user.username},
+            "channels": channels,
+        }
+    )
+
+
+def message_view(emu: Emulator, msg: Message) -> dict[str, Any]:
+    """A message as the page draws it: Discord's payload plus version count and flags."""
+    data = emu.state.message_payload(msg)
+    data["ephemeral"] = msg.ephemeral
+    data["loading"] = bool(msg.flags & FLAG_LOADING)
+    data["version_count"] = len(msg.versions)
+    return data
+
+
+async def messages(request: web.Request) -> web.Response:
+    emu = _emu(request)
+    user_id = _user_id(request)
+    channel = emu.state.channels.get(int(request.match_info["channel_id"]))
+    if channel is None or not can_see_channel(emu, _parent_or_self(emu, channel), user_id):
+        raise web.HTTPNotFound(text="unknown channel")
+    visible = [message_view(emu, m) for m in emu.history(channel) if can_see_message(m, user_id)]
+    return web.json_response({"channel": _channel_entry(emu, channel), "messages": visible})
+
+
+def _parent_or_self(emu: Emulator, channel: Channel) -> Channel:
+    if channel.parent_id is not None and channel.parent_id in emu.state.channels:
+        return emu.state.channels[channel.parent_id]
+    return channel
+
+
+def commands_for(emu: Emulator, channel: Channel) -> list[dict[str, Any]]:
+    """The commands usable in ``channel``: the guild's, then the global ones."""
+    app = emu.application
+    if app is None:
+        return []
+    scoped = list(app.guild_commands.get(channel.guild_id, [])) if channel.guild_id else []
+    return scoped + list(app.global_commands)
+
+
+def _lookup(emu: Emulator) -> dict[str, int]:
+    names: dict[str, int] = {u.username.lower(): u.id for u in emu.state.users.values()}
+    for ch in emu.state.channels.values():
+        if ch.name:
+            names.setdefault(f"#{ch.name.lower()}", ch.id)
+    return names
+
+
+async def send(request: web.Request) -> web.Response:
+    """Send the composer's text as ``user_id`` in ``channel_id``: a slash command or a message."""
+    emu = _emu(request)
+    body = await request.json()
+    try:
+        user_id, channel_id = int(body["user_id"]), int(body["channel_id"])
+        channel = emu.state.channels[channel_id]
+    except (KeyError, TypeError, ValueError):
+        return web.json_response({"error": "unknown user or channel"}, status=400)
+    text = str(body.get("text", "")).strip()
+    if not text:
+        return web.json_response({"error": "nothing to send"}, status=400)
+    if not can_see_channel(emu, _parent_or_self(emu, channel), user_id):
+        return web.json_response({"error": "you cannot see this channel"}, status=403)
+    if not text.startswith("/"):
+        if channel.type == FORUM:
+            return web.json_response({"error": "post in a thread of this forum"}, status=400)
+        msg = emu.send_message(user_id, channel, text)
+        return web.json_response({"message_id": str(msg.id)})
+    try:
+        inv = parse(text, commands_for(emu, channel), lookup=_lookup(emu))
+        handle = await emu.invoke_slash(user_id, channel, inv.path, inv.options)
+    except (CommandLineError, LookupError, ValueError, PermissionError) as exc:
+        return web.json_response({"error": str(exc).strip("'\"")}, status=400)
+    return web.json_response({"interaction_id": str(handle.id)})
+
+
+async def complete(request: web.Request) -> web.Response:
+    emu = _emu(request)
+    channel = emu.state.channels.get(int(request.query.get("channel_id", "0") or 0))
+    if channel is None:
+        return web.json_response({"suggestions": []})
+    found = suggest(request.query.get("text", ""), commands_for(emu, channel))
+    return web.json_response(
+        {
+            "suggestions": [
+                {"text": s.text, "label": s.label, "description": s.description} for s in found
+            ]
+        }
+    )
+
+
+async def index(request: web.Request) -> web.Response:
+    html = _static("index.html").replace("{{title}}", request.app[PAGE_KEY].title)
+    return web.Response(text=html, content_type="text/html")
+
+
+async def static(request: web.Request) -> web.Response:
+    name = request.match_info["name"]
+    if name not in STATIC_FILES:
+        raise web.HTTPNotFound()
+    return web.Response(
+        text=_static(name),
+        content_type=STATIC_FILES[name],
+        headers={"Cache-Control": "no-cache"},
+    )
+
+
+def add_page_routes(app: web.Application, config: PageConfig) -> None:
+    """Serve the chat page on ``app`` (an emulator's aiohttp application)."""
+    app[PAGE_KEY] = config
+    r = app.router
+    r.add_get("/", index)
+    r.add_get("/_page/{name}", static)
+    r.add_get("/_emulator/page/world", world)
+    r.add_get("/_emulator/page/channels/{channel_id}/messages", messages)
+    r.add_post("/_emulator/page/send", send)
+    r.add_get("/_emulator/page/complete", complete)

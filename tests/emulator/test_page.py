@@ -1,0 +1,215 @@
+"""The chat page's server side: the composer's command language, the user's view of the world
+(ephemeral answers only for their user), sending commands and messages, and the served files."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import discord
+import pytest
+from discord import app_commands
+from discord.ext import commands
+
+from discord_emulator import Emulator, User
+from discord_emulator.testing import World, fast_config, make_world, running_bot
+from discord_emulator.web import PageConfig, serve_page
+from discord_emulator.web.commandline import CommandLineError, parse, suggest
+
+from .conftest import make_bot
+
+COMMANDS: list[dict[str, Any]] = [
+    {
+        "name": "summon",
+        "type": 1,
+        "description": "Start a job",
+        "options": [
+            {"name": "task", "type": 3, "description": "What to do", "required": True},
+            {
+                "name": "kind",
+                "type": 3,
+                "description": "Kind of job",
+                "choices": [{"name": "demo", "value": "demo"}, {"name": "agent", "value": "agent"}],
+            },
+            {"name": "steps", "type": 4, "description": "Steps"},
+            {"name": "private", "type": 5, "description": "Only me"},
+        ],
+    },
+    {
+        "name": "job",
+        "type": 1,
+        "description": "Jobs",
+        "options": [
+            {
+                "name": "status",
+                "type": 1,
+                "description": "A job's state",
+                "options": [{"name": "id", "type": 3, "description": "Job id", "required": True}],
+            },
+            {"name": "list", "type": 1, "description": "Recent jobs", "options": []},
+        ],
+    },
+    {"name": "Report", "type": 3, "description": ""},
+]
+
+
+def test_parse_reads_subcommand_paths_and_named_options() -> None:
+    """``/job status id:X`` names a subcommand path and its options."""
+    inv = parse("/job status id:01JABC", COMMANDS)
+    assert (inv.path, inv.options) == ("job status", {"id": "01JABC"})
+
+
+def test_parse_keeps_spaces_inside_values_and_converts_booleans_and_choices() -> None:
+    """A value runs until the next known ``name:``; booleans become bools, choices their value."""
+    inv = parse("/summon task:count the words: all of them kind:agent private:yes", COMMANDS)
+    expected = {"task": "count the words: all of them", "kind": "agent", "private": True}
+    assert expected == inv.options
+
+
+def test_parse_fills_the_first_option_from_a_bare_value() -> None:
+    """``/job status 01J`` is read as ``id:01J``; quotes are removed."""
+    assert parse("/job status 01J", COMMANDS).options == {"id": "01J"}
+    assert parse('/summon "a b"', COMMANDS).options == {"task": "a b"}
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("/nope", "unknown command /nope"),
+        ("/job", "needs one of: status, list"),
+        ("/job status", "needs id:"),
+        ("/summon task:x private:maybe", "expected true or false"),
+        ("/summon task:x task:y", "given twice"),
+        ("/job list extra", "unexpected text"),
+    ],
+)
+def test_parse_refuses_what_discord_would_not_send(text: str, message: str) -> None:
+    """Unknown commands, missing subcommands or required options, bad booleans are refused."""
+    with pytest.raises(CommandLineError, match=message):
+        parse(text, COMMANDS)
+
+
+def test_suggest_offers_paths_then_missing_options_then_choices() -> None:
+    """Completion walks from command paths to options (required first) to declared choices."""
+    assert [s.text for s in suggest("/", COMMANDS)] == ["/summon ", "/job status ", "/job list "]
+    assert [s.text for s in suggest("/job st", COMMANDS)] == ["/job status "]
+    assert [s.text for s in suggest("/summon ", COMMANDS)] == [
+        "/summon task:",
+        "/summon kind:",
+        "/summon steps:",
+        "/summon private:",
+    ]
+    assert [s.text for s in suggest("/summon task:x ki", COMMANDS)] == ["/summon task:x kind:"]
+    assert [s.text for s in suggest("/summon kind:a", COMMANDS)] == ["/summon kind:agent "]
+    assert suggest("hello", COMMANDS) == []
+
+
+@pytest.fixture
+async def page_emu() -> AsyncIterator[tuple[Emulator, World, User]]:
+    emu = Emulator(fast_config())
+    emu.create_application("Errand")
+    world = make_world(emu)
+    bob = emu.create_user("bob")
+    emu.add_member(world.guild, bob)
+    emu.create_forum(world.guild, "reports")
+    emu.create_dm(world.alice)
+    serve_page(emu, PageConfig(viewers=[world.alice.id, bob.id], title="Sandbox"))
+    async with emu:
+        yield emu, world, bob
+
+
+def page_bot() -> commands.Bot:
+    bot = make_bot()
+    job = app_commands.Group(name="job", description="Jobs")
+
+    @job.command(name="status", description="A job's state")
+    async def status(interaction: discord.Interaction, id: str) -> None:
+        await interaction.response.send_message(f"job {id}: running", ephemeral=True)
+
+    @bot.tree.command(name="summon", description="Start a job")
+    async def summon(interaction: discord.Interaction, task: str) -> None:
+        await interaction.response.send_message(f"queued {task}")
+        message = await interaction.original_response()
+        await message.create_thread(name=f"job {task}")
+
+    bot.tree.add_command(job)
+
+    async def setup_hook() -> None:
+        await bot.tree.sync()
+
+    bot.setup_hook = setup_hook  # type: ignore[method-assign]
+    return bot
+
+
+async def test_page_sends_commands_and_shows_ephemeral_answers_only_to_their_user(
+    page_emu: tuple[Emulator, World, User],
+) -> None:
+    """A command typed on the page reaches the bot; its ephemeral answer is in alice's view of
+    the channel and not in bob's; a public answer and its thread are in both."""
+    emu, world, bob = page_emu
+    base = f"{emu.base_url}/_emulator/page"
+    channel = str(world.channel.id)
+    async with running_bot(emu, page_bot()), aiohttp.ClientSession() as session:
+
+        async def send(user: User, text: str) -> tuple[int, dict[str, Any]]:
+            body = {"user_id": str(user.id), "channel_id": channel, "text": text}
+            async with session.post(f"{base}/send", json=body) as resp:
+                return resp.status, await resp.json()
+
+        async def view(user: User) -> list[dict[str, Any]]:
+            async with session.get(f"{base}/channels/{channel}/messages?user_id={user.id}") as r:
+                return list((await r.json())["messages"])
+
+        status, answer = await send(world.alice, "/job status id:J1")
+        assert status == 200
+        inter = emu.state.interactions[int(answer["interaction_id"])]
+        await emu.wait_until(lambda: inter.original_message_id, 5)
+        await send(world.alice, "/summon hello")
+        await emu.wait_until(lambda: emu.threads(world.channel), 5)
+        await send(bob, "plain words")
+
+        alice_view = [(m["content"], m["ephemeral"]) for m in await view(world.alice)]
+        bob_view = [(m["content"], m["ephemeral"]) for m in await view(bob)]
+        assert alice_view == [
+            ("job J1: running", True),
+            ("queued hello", False),
+            ("plain words", False),
+        ]
+        assert bob_view == [("queued hello", False), ("plain words", False)]
+        assert (await view(bob))[0]["thread"]["name"] == "job hello"
+
+        assert await send(world.alice, "/job status") == (400, {"error": "/job status needs id:"})
+
+        async with session.get(f"{base}/world?user_id={bob.id}") as resp:
+            sidebar = await resp.json()
+        assert [c["name"] for c in sidebar["channels"]] == ["general", "reports"]
+        assert [t["name"] for t in sidebar["channels"][0]["threads"]] == ["job hello"]
+        async with session.get(f"{base}/world?user_id={world.alice.id}") as resp:
+            kinds = [c["kind"] for c in (await resp.json())["channels"]]
+        assert kinds == ["text", "forum", "dm"]
+        async with session.get(
+            f"{base}/complete", params={"channel_id": channel, "text": "/job "}
+        ) as resp:
+            suggestions = (await resp.json())["suggestions"]
+        assert [s["text"] for s in suggestions] == ["/job status "]
+
+
+async def test_page_serves_its_files_without_external_assets(
+    page_emu: tuple[Emulator, World, User],
+) -> None:
+    """``/`` is the page (titled from the config); its script and style load from the emulator
+    and nothing refers to another host."""
+    emu, _, _ = page_emu
+    async with aiohttp.ClientSession() as session:
+        async with session.get(emu.base_url + "/") as resp:
+            html = await resp.text()
+        assert "<title>Sandbox</title>" in html
+        for name in ("page.js", "page.css"):
+            async with session.get(f"{emu.base_url}/_page/{name}") as resp:
+                assert resp.status == 200
+                text = await resp.text()
+            assert "http://" not in text
+            assert "https://" not in text
+        async with session.get(f"{emu.base_url}/_page/secret.py") as resp:
+            assert resp.status == 404
