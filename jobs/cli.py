@@ -17,6 +17,7 @@ import typer
 
 from jobs.app import Engine, open_engine
 from jobs.errors import ErrandError
+from jobs.health import serve_health, worker_check
 from jobs.logs import configure
 from jobs.settings import Settings
 from jobs.state import Actor, State
@@ -106,9 +107,10 @@ def worker(
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, on_signal)
         async with open_engine(settings, pool_max=settings.db.pool_max) as engine:
-            await Worker(engine.store, engine.registry, settings.worker, dsn=engine.dsn).run(
-                stop, hard
-            )
+            runner = Worker(engine.store, engine.registry, settings.worker, dsn=engine.dsn)
+            async with serve_health(settings.health, engine.pool, kinds=engine.registry.names(),
+                                    checks={"worker": worker_check(runner, stop)}):
+                await runner.run(stop, hard)
 
     asyncio.run(main())
 

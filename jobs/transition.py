@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from jobs import metrics
 from jobs.db import Conn
 from jobs.queries import q
 from jobs.state import Actor, State, check_moves
@@ -113,7 +114,7 @@ async def transition(
         data,
         nominal.value,
     )
-    return [
+    result = [
         Moved(
             job_id=r["id"],
             source=State(r["from_state"]),
@@ -122,3 +123,5 @@ async def transition(
         )
         for r in records
     ]
+    metrics.transitions_written(actor, fence, moves, result)
+    return result

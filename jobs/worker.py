@@ -20,6 +20,7 @@ from typing import Any
 import asyncpg
 import structlog
 
+from jobs import metrics
 from jobs.budget import Budget
 from jobs.context import Context
 from jobs.kinds import Registry
@@ -244,6 +245,7 @@ class Worker:
 
     async def _run(self, claim: Claim, ctx: Context) -> None:
         structlog.contextvars.bind_contextvars(job_id=claim.public_id, attempt_id=claim.attempt_id)
+        started = metrics.attempt_started(claim.kind)
         finish: Finish | None = None
         try:
             finish = await self._execute(claim, ctx)
@@ -255,6 +257,7 @@ class Worker:
                                 "released" if ctx.stop_reason == "shutdown" else "cancelled")
         finally:
             self.running.pop(claim.attempt_id, None)
+            metrics.attempt_ended(claim.kind, finish.outcome if finish else None, started)
             if finish is not None:
                 self._finished.append(finish)
                 self._flush.set()

@@ -159,6 +159,7 @@ WITH input AS (
 )
 SELECT c.id, c.state AS from_state, m.state AS to_state, m.public_id, m.kind, m.params,
        m.attempts, m.max_attempts, m.deadline_at, m.current_attempt_id, m.origin, m.reason,
+       now() - m.run_at AS since_due,
        CASE
            WHEN m.id IS NULL THEN NULL
            WHEN m.state = 'cancelling' THEN

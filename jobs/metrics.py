@@ -1,0 +1,320 @@
+"""Prometheus metrics: what this process did (counters, histograms) and what the database holds.
+
+Two kinds of numbers, kept apart on purpose:
+
+- **Process metrics** count what happened in *this* process (transitions it wrote, attempts it
+  ran, cancels it answered, Discord 429s it met). They live in :data:`REGISTRY` and are fed by
+  one-line hooks (the functions below) called by the engine, the worker and the transport. Sum
+  them over replicas in Prometheus.
+- **Database gauges** (jobs by state and kind, queue lag, outbox backlog and delivery lag) are
+  read from PostgreSQL when ``/metrics`` is scraped (:class:`DatabaseCollector`), so every
+  replica reports the same truth; take ``max`` over replicas, never ``sum``.
+
+Hooks for the transport (the Discord bot) — call them where the thing happens:
+:func:`discord_rate_limited`, :func:`discord_retry`, :func:`notice_delivered`,
+:func:`notice_dead_lettered`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypeVar
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.gc_collector import GCCollector
+from prometheus_client.platform_collector import PlatformCollector
+from prometheus_client.process_collector import ProcessCollector
+from prometheus_client.registry import Collector
+
+from jobs.queries import q
+from jobs.state import State
+
+if TYPE_CHECKING:
+    import asyncpg
+
+    from jobs.state import Actor
+    from jobs.transition import Move, Moved
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+REGISTRY = CollectorRegistry(auto_describe=True)
+"""Process metrics of Errand (plus the standard process_*, python_* collectors)."""
+ProcessCollector(registry=REGISTRY)
+PlatformCollector(registry=REGISTRY)
+GCCollector(registry=REGISTRY)
+
+# Jobs run for milliseconds (noop) to hours (agents, commands); the buckets span both.
+_DURATION_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600, 4 * 3600, float("inf"))
+_LATENCY_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, float("inf"))
+
+TRANSITIONS = Counter(
+    "errand_job_transitions",
+    "State changes written by this process, by edge and actor.",
+    ["from_state", "to_state", "actor"],
+    registry=REGISTRY,
+)
+STALE_WRITES = Counter(
+    "errand_job_stale_writes",
+    "Writes refused because the attempt lost its lease or the job had ended (ignored events).",
+    ["actor"],
+    registry=REGISTRY,
+)
+LEASE_EXPIRIES = Counter(
+    "errand_lease_expiries",
+    "Attempts whose lease expired and that the reaper in this process ended (abandoned).",
+    ["kind"],
+    registry=REGISTRY,
+)
+JOB_DURATION = Histogram(
+    "errand_job_duration_seconds",
+    "Wall time of one attempt in this worker, from claim to its end, by kind and outcome.",
+    ["kind", "outcome"],
+    buckets=_DURATION_BUCKETS,
+    registry=REGISTRY,
+)
+START_LATENCY = Histogram(
+    "errand_job_start_latency_seconds",
+    "From when a job became due (submitted, or its retry time) to its claim, by kind.",
+    ["kind"],
+    buckets=_LATENCY_BUCKETS,
+    registry=REGISTRY,
+)
+ATTEMPTS_RUNNING = Gauge(
+    "errand_attempts_running",
+    "Attempts this worker process is running now, by kind.",
+    ["kind"],
+    registry=REGISTRY,
+)
+CANCELS = Counter(
+    "errand_cancels",
+    "Cancel requests answered by this process, by outcome "
+    "(cancelled, cancelling, already_cancelling, too_late).",
+    ["outcome"],
+    registry=REGISTRY,
+)
+DISCORD_RATE_LIMITS = Counter(
+    "errand_discord_rate_limits",
+    "HTTP 429 answers from Discord, by scope (bucket, global, shared).",
+    ["scope"],
+    registry=REGISTRY,
+)
+DISCORD_RETRIES = Counter(
+    "errand_discord_retries",
+    "Discord requests retried by the transport, by reason (rate_limit, server_error, network).",
+    ["reason"],
+    registry=REGISTRY,
+)
+NOTICES_DELIVERED = Counter(
+    "errand_notices_delivered",
+    "Outbox notices this process delivered, by topic.",
+    ["topic"],
+    registry=REGISTRY,
+)
+NOTICE_DELIVERY_LAG = Histogram(
+    "errand_notice_delivery_lag_seconds",
+    "From an outbox notice's creation to its delivery.",
+    buckets=_LATENCY_BUCKETS,
+    registry=REGISTRY,
+)
+NOTICES_DEAD_LETTERED = Counter(
+    "errand_notices_dead_lettered",
+    "Outbox notices this process gave up on (dead-lettered), by topic.",
+    ["topic"],
+    registry=REGISTRY,
+)
+
+# -- hooks called by the engine --------------------------------------------------------------
+
+
+def transitions_written(
+    actor: Actor, fence: str, moves: Sequence[Move], moved: Sequence[Moved]
+) -> None:
+    """Count what one :func:`jobs.transition.transition` call did (called by it)."""
+    outcome_by_source = {m.source: m.outcome for m in moves}
+    for m in moved:
+        if m.target is None:
+            if fence == "attempt":  # kept as an ignored event
+                STALE_WRITES.labels(actor.value).inc()
+            continue
+        TRANSITIONS.labels(m.source.value, m.target.value, actor.value).inc()
+        if outcome_by_source.get(m.source) == "abandoned":
+            LEASE_EXPIRIES.labels(str(m.record.get("kind"))).inc()
+        if m.target is State.RUNNING and m.record.get("since_due") is not None:
+            START_LATENCY.labels(str(m.record["kind"])).observe(
+                max(0.0, m.record["since_due"].total_seconds())
+            )
+
+
+def attempt_started(kind: str) -> float:
+    """A worker started an attempt; returns the start time to pass to :func:`attempt_ended`."""
+    ATTEMPTS_RUNNING.labels(kind).inc()
+    return time.monotonic()
+
+
+def attempt_ended(kind: str, outcome: str | None, started: float) -> None:
+    """A worker's attempt ended (``outcome`` None: the lease was lost, nothing recorded)."""
+    ATTEMPTS_RUNNING.labels(kind).dec()
+    JOB_DURATION.labels(kind, outcome or "lost").observe(time.monotonic() - started)
+
+
+T = TypeVar("T")
+
+
+def cancel_answered(answer: T) -> T:
+    """Count a cancel's answer (a :class:`jobs.model.CancelOutcome`) and pass it through."""
+    CANCELS.labels(str(getattr(answer, "outcome", "unknown"))).inc()
+    return answer
+
+
+# -- hooks called by the transport (the Discord bot) -----------------------------------------
+
+
+def discord_rate_limited(scope: str = "bucket") -> None:
+    """Discord answered 429. ``scope``: ``bucket``, ``global`` or ``shared``."""
+    DISCORD_RATE_LIMITS.labels(scope).inc()
+
+
+def discord_retry(reason: str) -> None:
+    """The transport retries a Discord request (``rate_limit``, ``server_error``, ``network``)."""
+    DISCORD_RETRIES.labels(reason).inc()
+
+
+def notice_delivered(topic: str, lag_seconds: float) -> None:
+    """An outbox notice was delivered ``lag_seconds`` after it was created."""
+    NOTICES_DELIVERED.labels(topic).inc()
+    NOTICE_DELIVERY_LAG.observe(max(0.0, lag_seconds))
+
+
+def notice_dead_lettered(topic: str) -> None:
+    """An outbox notice was dead-lettered (delivery gave up; ``errand outbox retry`` revives)."""
+    NOTICES_DEAD_LETTERED.labels(topic).inc()
+
+
+# -- database gauges, read at scrape time ----------------------------------------------------
+
+
+@dataclass
+class Snapshot:
+    """What the database holds, as last read by :meth:`DatabaseCollector.refresh`."""
+
+    up: bool = False
+    jobs: dict[tuple[str, str], int] = field(default_factory=dict)
+    queue_lag_seconds: float = 0.0
+    outbox: dict[str, int] = field(default_factory=dict)
+    outbox_oldest_pending_seconds: float = 0.0
+
+
+class DatabaseCollector(Collector):
+    """Gauges computed from PostgreSQL; :meth:`refresh` before each render."""
+
+    def __init__(self, kinds: Iterable[str] = ()) -> None:
+        self.kinds = sorted(kinds)
+        self.snapshot = Snapshot()
+
+    async def refresh(self, pool: asyncpg.Pool, within: float = 5.0) -> None:
+        """Read the gauges; on a database error the snapshot says ``up = False``."""
+        import asyncpg
+
+        snap = Snapshot()
+        try:
+            async with pool.acquire(timeout=within) as conn, conn.transaction(readonly=True):
+                await conn.execute(f"SET LOCAL statement_timeout = {int(within * 1000)}")
+                for r in await conn.fetch(q("metrics_job_count_by_state_kind")):
+                    snap.jobs[(r["state"], r["kind"])] = r["count"]
+                snap.queue_lag_seconds = float(await conn.fetchval(q("metrics_queue_lag")))
+                row = await conn.fetchrow(q("metrics_outbox"))
+                assert row is not None
+                snap.outbox = {"pending": row["pending"], "dead": row["dead"]}
+                snap.outbox_oldest_pending_seconds = float(row["oldest_pending_seconds"])
+            snap.up = True
+        except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError):
+            snap = Snapshot(up=False)
+        self.snapshot = snap
+
+    def collect(self) -> Iterator[Metric]:
+        snap = self.snapshot
+        up = GaugeMetricFamily(
+            "errand_database_up", "1 when the last scrape could read the database."
+        )
+        up.add_metric([], 1.0 if snap.up else 0.0)
+        yield up
+        if not snap.up:
+            return
+        jobs = GaugeMetricFamily(
+            "errand_jobs", "Jobs in the database by state and kind.", labels=["state", "kind"]
+        )
+        counts: Mapping[tuple[str, str], int] = {
+            **{(s.value, k): 0 for s in State for k in self.kinds}, **snap.jobs
+        }
+        for (state, kind), count in sorted(counts.items()):
+            jobs.add_metric([state, kind], float(count))
+        yield jobs
+        lag = GaugeMetricFamily(
+            "errand_queue_lag_seconds",
+            "How long the oldest due queued job has waited (0 when none waits).",
+        )
+        lag.add_metric([], snap.queue_lag_seconds)
+        yield lag
+        outbox = GaugeMetricFamily(
+            "errand_outbox_notices",
+            "Undelivered outbox notices: pending (to be delivered) and dead (dead-lettered).",
+            labels=["status"],
+        )
+        for status in ("pending", "dead"):
+            outbox.add_metric([status], float(snap.outbox.get(status, 0)))
+        yield outbox
+        oldest = GaugeMetricFamily(
+            "errand_outbox_oldest_pending_seconds",
+            "Age of the oldest pending outbox notice: the delivery lag (0 when none pends).",
+        )
+        oldest.add_metric([], snap.outbox_oldest_pending_seconds)
+        yield oldest
+
+
+async def render(pool: asyncpg.Pool | None, collector: DatabaseCollector | None) -> bytes:
+    """The ``/metrics`` body: process metrics, then database gauges read now."""
+    body = generate_latest(REGISTRY)
+    if pool is not None and collector is not None:
+        await collector.refresh(pool)
+        db = CollectorRegistry(auto_describe=False)
+        db.register(collector)
+        body += generate_latest(db)
+    return body
+
+
+def samples(text: str) -> dict[str, float]:
+    """Parse an exposition into ``{'name{label="v",...}': value}`` (for tests and operators)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    out: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            labels = ",".join(f'{k}="{v}"' for k, v in sorted(s.labels.items()))
+            out[f"{s.name}{{{labels}}}" if labels else s.name] = s.value
+    return out
+
+
+__all__: list[str] = [
+    "CONTENT_TYPE",
+    "REGISTRY",
+    "DatabaseCollector",
+    "attempt_ended",
+    "attempt_started",
+    "cancel_answered",
+    "discord_rate_limited",
+    "discord_retry",
+    "notice_dead_lettered",
+    "notice_delivered",
+    "render",
+    "samples",
+    "transitions_written",
+]

@@ -1,0 +1,142 @@
+"""/healthz, /readyz and /metrics: scraped from a real ``errand worker`` after real jobs, and
+from an in-process endpoint for the counters that other processes feed (cancels, the reaper)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+
+import asyncpg
+
+from jobs import metrics
+from jobs.health import HealthServer
+from jobs.state import Actor
+from jobs.store import JobStore
+from tests.integration.helpers import expire_lease
+from tests.ops.conftest import WorkerProc, http_get, until
+
+
+async def _count(pool: asyncpg.Pool, sql: str) -> int:
+    value: int = await pool.fetchval(sql)
+    return value
+
+
+async def test_worker_metrics_match_the_jobs_it_ran(
+    spawn_worker: Callable[..., Awaitable[WorkerProc]], store: JobStore, pool: asyncpg.Pool
+) -> None:
+    """After 20 noop successes, one demo failure and one sleep still running, the worker's
+    /metrics shows exactly those numbers: jobs by state and kind, transitions, durations,
+    start latencies, running attempts and the outbox backlog read from the database."""
+    worker = await spawn_worker()
+    status, body = await http_get(worker.port, "/readyz")
+    ready = {"database": "ok", "migrations": "ok", "worker": "ok"}
+    assert (status, json.loads(body)["checks"]) == (200, ready)
+    for _ in range(20):
+        await store.submit("noop", {}, requester="ops")
+    failing, _ = await store.submit("demo", {"steps": 1, "step_seconds": 0, "fail_at_step": 1},
+                                    requester="ops", origin={"channel": "1"})
+    sleeping, _ = await store.submit("sleep", {"seconds": 60}, requester="ops",
+                                     origin={"channel": "1"})
+
+    async def settled() -> bool:
+        return (await _count(pool, "SELECT count(*) FROM job WHERE state = 'succeeded'") == 20
+                and (await store.get(failing.public_id)).state.value == "failed"
+                and (await store.get(sleeping.public_id)).state.value == "running")
+
+    await until(settled)
+    await pool.execute("UPDATE outbox SET dead_at = now(), last_error = 'gone' WHERE id = "
+                       "(SELECT min(id) FROM outbox)")
+    pending = await _count(pool, "SELECT count(*) FROM outbox WHERE dead_at IS NULL")
+    assert pending >= 4  # submitted and started, twice; failed once
+
+    status, text = await http_get(worker.port, "/metrics")
+    got = metrics.samples(text)
+    worker_edge = 'actor="worker",from_state="{}",to_state="{}"'
+    expected = {
+        "errand_database_up": 1.0,
+        'errand_jobs{kind="noop",state="succeeded"}': 20.0,
+        'errand_jobs{kind="noop",state="queued"}': 0.0,
+        'errand_jobs{kind="demo",state="failed"}': 1.0,
+        'errand_jobs{kind="sleep",state="running"}': 1.0,
+        "errand_job_transitions_total{" + worker_edge.format("queued", "running") + "}": 22.0,
+        "errand_job_transitions_total{" + worker_edge.format("running", "succeeded") + "}": 20.0,
+        "errand_job_transitions_total{" + worker_edge.format("running", "failed") + "}": 1.0,
+        'errand_job_duration_seconds_count{kind="noop",outcome="succeeded"}': 20.0,
+        'errand_job_duration_seconds_count{kind="demo",outcome="failed"}': 1.0,
+        'errand_job_start_latency_seconds_count{kind="noop"}': 20.0,
+        'errand_attempts_running{kind="sleep"}': 1.0,
+        'errand_attempts_running{kind="noop"}': 0.0,
+        'errand_outbox_notices{status="pending"}': float(pending),
+        'errand_outbox_notices{status="dead"}': 1.0,
+        "errand_queue_lag_seconds": 0.0,
+    }
+    assert status == 200
+    assert {k: got.get(k) for k in expected} == expected
+    assert 0 < got["errand_outbox_oldest_pending_seconds"] < 60
+    # Every noop start came within seconds of its submit.
+    assert got['errand_job_start_latency_seconds_bucket{kind="noop",le="10.0"}'] == 20.0
+
+
+async def test_healthz_answers_and_readyz_names_what_is_not_ready(pool: asyncpg.Pool) -> None:
+    """/healthz is 200 while alive; /readyz is 503 naming a failing transport check, and when
+    the database is gone it says so without crashing; /metrics then reports database_up 0."""
+    server = HealthServer(pool, port=0)
+
+    async def gateway() -> str | None:
+        return "gateway disconnected"
+
+    server.add_check("gateway", gateway)
+    port = await server.start()
+    try:
+        status, body = await http_get(port, "/healthz")
+        assert (status, json.loads(body)) == (200, {"status": "alive"})
+        status, body = await http_get(port, "/readyz")
+        assert (status, json.loads(body)["checks"]) \
+            == (503, {"database": "ok", "migrations": "ok", "gateway": "gateway disconnected"})
+        await pool.close()
+        status, body = await http_get(port, "/readyz")
+        checks = json.loads(body)["checks"]
+        assert (status, checks["gateway"]) == (503, "gateway disconnected")
+        assert "InterfaceError" in checks["database"]
+        status, text = await http_get(port, "/metrics")
+        assert (status, metrics.samples(text)["errand_database_up"]) == (200, 0.0)
+    finally:
+        await server.stop()
+
+
+async def test_queue_lag_counts_the_oldest_due_job(pool: asyncpg.Pool, store: JobStore) -> None:
+    """errand_queue_lag_seconds is how long the oldest due queued job has waited."""
+    job, _ = await store.submit("noop", {}, requester="ops")
+    await pool.execute("UPDATE job SET run_at = now() - interval '90 seconds' WHERE id = $1",
+                       job.id)
+    server = HealthServer(pool, port=0, kinds=["noop"])
+    port = await server.start()
+    try:
+        got = metrics.samples((await http_get(port, "/metrics"))[1])
+    finally:
+        await server.stop()
+    assert 90 <= got["errand_queue_lag_seconds"] < 120
+    assert got['errand_jobs{kind="noop",state="queued"}'] == 1.0
+
+
+def _value(name: str, **labels: str) -> float:
+    return metrics.REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+async def test_cancels_and_lease_expiries_are_counted(pool: asyncpg.Pool, store: JobStore) -> None:
+    """Cancel answers are counted by outcome where they are answered; the reaper counts each
+    lease it finds expired, by kind."""
+    before = {o: _value("errand_cancels_total", outcome=o) for o in ("cancelled", "too_late")}
+    expiries = _value("errand_lease_expiries_total", kind="sleep")
+    job, _ = await store.submit("noop", {}, requester="ops")
+    await store.cancel(job.public_id, actor=Actor.OPERATOR, by="ops")
+    await store.cancel(job.public_id, actor=Actor.OPERATOR, by="ops")
+    counted = {o: _value("errand_cancels_total", outcome=o) - before[o] for o in before}
+    assert counted == {"cancelled": 1.0, "too_late": 1.0}
+
+    sleeper, _ = await store.submit("sleep", {"seconds": 5}, requester="ops")
+    [claim] = await store.claim("gone-worker", limit=1, lease_seconds=30, kinds=["sleep"])
+    await expire_lease(pool, claim.job_id)
+    assert await store.reap(cancel_grace_seconds=10) == {"retried": 1}
+    assert sleeper.public_id == claim.public_id
+    assert _value("errand_lease_expiries_total", kind="sleep") - expiries == 1.0
