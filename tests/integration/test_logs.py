@@ -1,0 +1,51 @@
+"""Logs: job_id and attempt_id are bound while a job runs; secrets never reach a log line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import structlog
+from pydantic import BaseModel
+
+from jobs.context import Context
+from jobs.kinds import Kind, Registry
+from jobs.logs import configure
+from jobs.store import JobStore
+from tests.integration.runtime_support import running_worker, wait_for
+
+
+class Nothing(BaseModel):
+    pass
+
+
+async def chatty(ctx: Context, params: Nothing) -> dict[str, Any]:
+    # A plain module-level logger, not ctx.log: the binding must come from the runtime.
+    structlog.get_logger("user_code").info("handler.said_hello", token="s3cr3t-value")
+    return {}
+
+
+async def test_handler_logs_carry_job_and_attempt_ids_and_no_secrets(
+    pool: Any, db_dsn: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A log line written by a handler names its job and attempt; a token value is redacted."""
+    registry = Registry()
+    registry.add(Kind("chatty", chatty, Nothing))
+    store = JobStore(pool, registry)
+    configure("info", "json")
+    try:
+        job, _ = await store.submit("chatty", {}, requester="a")
+        async with running_worker(store, registry, db_dsn, tmp_path):
+            await wait_for(store, job.public_id, {"succeeded"})
+    finally:
+        structlog.reset_defaults()
+    attempt_id = await pool.fetchval("SELECT id FROM attempt WHERE job_id = $1", job.id)
+    err = capsys.readouterr().err
+    assert "s3cr3t-value" not in err
+    lines = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
+    [said] = [entry for entry in lines if entry["event"] == "handler.said_hello"]
+    assert said["job_id"] == job.public_id
+    assert said["attempt_id"] == attempt_id
+    assert said["token"] == "**********"
