@@ -8,6 +8,7 @@ last Errand process using that data directory exits. A crashed previous run leav
 from __future__ import annotations
 
 import json
+import os
 import warnings
 from pathlib import Path
 
@@ -36,6 +37,33 @@ def embedded_dsn(data_dir: Path) -> str:
             data_dir, cleanup_mode="stop"
         )
     return str(server.get_uri())
+
+
+def stop_embedded(data_dir: Path, timeout: float = 10.0) -> None:
+    """Stop the embedded server of ``data_dir`` now (fast shutdown), whoever else uses it.
+
+    The wheel stops the server when the last process that started it exits, but a process that
+    crashed stays counted; tests and the sandbox stop it explicitly.
+    """
+    import signal
+    import time
+
+    pid_file = data_dir.expanduser().resolve() / "postmaster.pid"
+    try:
+        pid = int(pid_file.read_text().splitlines()[0])
+    except (OSError, ValueError, IndexError):
+        return
+    try:
+        os.kill(pid, signal.SIGINT)  # PostgreSQL's "fast" shutdown
+    except ProcessLookupError:
+        return
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.02)
 
 
 def _clear_stale_pid(data_dir: Path) -> None:

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 import asyncpg
 import pytest
 
-from jobs.db import create_pool, embedded_dsn
+from jobs.db import create_pool, embedded_dsn, stop_embedded
 from jobs.kinds import Registry, default_registry
 from jobs.migrate import migrate
 from jobs.store import JobStore
@@ -41,6 +41,7 @@ def server_dsn() -> Iterator[str]:
         return
     with tempfile.TemporaryDirectory(prefix="errand-pg-") as tmp:
         yield embedded_dsn(Path(tmp) / "pgdata")
+        stop_embedded(Path(tmp) / "pgdata")  # before its directory goes
 
 
 @pytest.fixture(scope="session")
