@@ -5,6 +5,35 @@ from __future__ import annotations
 from jobs.cli import app
 
 
+def _serve(with_worker: bool) -> None:
+    import asyncio
+
+    from bot.run import BadToken, serve
+    from bot.settings import BotSettings
+    from jobs.cli import fail
+    from jobs.logs import configure
+    from jobs.settings import Settings
+
+    settings = Settings()
+    configure(settings.log_level, settings.log_format)
+    try:
+        asyncio.run(serve(settings, BotSettings(), with_worker=with_worker))
+    except BadToken as exc:
+        fail(str(exc))
+
+
+@app.command("bot")
+def bot_command() -> None:
+    """Run the Discord bot: commands, threads, progress messages and notices."""
+    _serve(with_worker=False)
+
+
+@app.command("run")
+def run_command() -> None:
+    """Run the Discord bot and a worker in one process (small installs)."""
+    _serve(with_worker=True)
+
+
 def main() -> None:
     """Run the ``errand`` CLI."""
     app()

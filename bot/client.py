@@ -1,0 +1,151 @@
+"""The Discord client: commands, the persistent Cancel button and outbox delivery, on one engine.
+
+The bot needs no worker in its process: workers anywhere write to PostgreSQL and the bot
+delivers what they did. Commands sync only when their payload changed since the last sync (a
+hash kept in the database), to ``ERRAND_DEV_GUILD`` when set (instant), else globally.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+from typing import Any
+
+import asyncpg
+import discord
+from discord import app_commands
+
+from bot.cancel import CancelButton
+from bot.commands import JobCommands, install
+from bot.delivery import Delivery
+from bot.queries import sql
+from bot.settings import BotSettings
+from jobs.app import Engine, open_engine
+from jobs.kinds import Registry
+from jobs.logs import get_logger
+from jobs.outbox import Outbox
+from jobs.settings import Settings
+from jobs.store import JobStore
+
+log = get_logger("bot")
+
+
+class ErrandBot(discord.Client):
+    """Errand on Discord."""
+
+    def __init__(
+        self,
+        *,
+        store: JobStore,
+        dsn: str,
+        settings: BotSettings,
+        registry: Registry | None = None,
+    ) -> None:
+        # Slash commands, buttons and threads need no privileged intent (no message content).
+        intents = discord.Intents.default()
+        intents.message_content = False
+        super().__init__(
+            intents=intents,
+            guild_ready_timeout=settings.guild_ready_timeout,
+            # Nothing the bot posts pings anyone unless a notice names its requester.
+            allowed_mentions=discord.AllowedMentions.none(),
+        )
+        self.store = store
+        self.pool: asyncpg.Pool = store.pool
+        self.dsn = dsn
+        self.registry = registry or store.registry
+        self.settings = settings
+        self.outbox = Outbox(
+            self.pool,
+            "discord",
+            lease_seconds=settings.delivery_lease_seconds,
+            max_attempts=settings.delivery_max_attempts,
+            retry_base_seconds=settings.delivery_retry_base_seconds,
+        )
+        self.tree: app_commands.CommandTree[ErrandBot] = app_commands.CommandTree(self)
+        self.tree.on_error = self._on_command_error  # type: ignore[method-assign]
+        self.jobs = JobCommands(self)
+        install(self.tree, self.jobs)
+        self.delivery = Delivery(self)
+        self.synced: bool | None = None
+        """Whether the last start synced commands (False: the payload was unchanged)."""
+
+    async def setup_hook(self) -> None:
+        self.add_dynamic_items(CancelButton)
+        self.synced = await sync_commands(self)
+        self.delivery.start()
+
+    async def close(self) -> None:
+        await self.delivery.stop()
+        await super().close()
+
+    async def _on_command_error(
+        self, interaction: discord.Interaction[Any], error: app_commands.AppCommandError
+    ) -> None:
+        log.error("command.failed", command=interaction.command and interaction.command.name,
+                  error=type(error).__name__)
+        text = "Something went wrong; nothing was changed. Try again in a moment."
+        try:
+            if interaction.response.is_done():
+                await interaction.followup.send(text, ephemeral=True)
+            else:
+                await interaction.response.send_message(text, ephemeral=True)
+        except discord.HTTPException:
+            pass
+
+
+def command_payload(tree: app_commands.CommandTree[Any], guild: discord.Object | None) -> str:
+    """The JSON Discord would receive for this scope, canonical (sorted) for hashing."""
+    payload = [c.to_dict(tree) for c in tree.get_commands(guild=guild)]
+    return json.dumps(sorted(payload, key=lambda c: str(c.get("name"))), sort_keys=True)
+
+
+async def sync_commands(bot: ErrandBot) -> bool:
+    """Sync application commands when they changed; returns whether a sync happened."""
+    guild = discord.Object(bot.settings.dev_guild) if bot.settings.dev_guild else None
+    if guild is not None:
+        bot.tree.copy_global_to(guild=guild)
+    digest = hashlib.sha256(command_payload(bot.tree, guild).encode()).hexdigest()
+    scope = f"{bot.application_id}:{guild.id if guild else 'global'}"
+    if await bot.pool.fetchval(sql("command_sync_get"), scope) == digest:
+        log.info("commands.unchanged", scope=scope)
+        return False
+    await bot.tree.sync(guild=guild)
+    await bot.pool.execute(sql("command_sync_set"), scope, digest)
+    log.info("commands.synced", scope=scope)
+    return True
+
+
+async def run(
+    bot_settings: BotSettings,
+    stop: asyncio.Event,
+    *,
+    engine: Engine | None = None,
+    settings: Settings | None = None,
+) -> None:
+    """Run the bot until ``stop`` is set, on ``engine`` (or one opened from ``settings``).
+
+    For embedding (the sandbox): the API base and gateway settings are applied first.
+    """
+    from bot.run import point_discord_at, token_of
+
+    token = token_of(bot_settings)
+    point_discord_at(bot_settings.api_base, bot_settings.gateway_url)
+    async with contextlib.AsyncExitStack() as stack:
+        if engine is None:
+            engine = await stack.enter_async_context(open_engine(settings or Settings()))
+        bot = ErrandBot(store=engine.store, dsn=engine.dsn, settings=bot_settings,
+                        registry=engine.registry)
+        task = asyncio.create_task(bot.start(token), name="errand-bot")
+        stopper = asyncio.create_task(stop.wait())
+        try:
+            done, _ = await asyncio.wait([task, stopper], return_when=asyncio.FIRST_COMPLETED)
+            if task in done:
+                task.result()
+        finally:
+            stopper.cancel()
+            await bot.close()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(task, 5.0)

@@ -1,0 +1,396 @@
+"""The slash commands: ``/summon`` and ``/job status|cancel|list|resolve``.
+
+Every answer about a job is ephemeral except the ``/summon`` answer (a thread is started from
+it). Nothing slow happens before an answer: ``/summon`` validates, submits (one short
+transaction) and answers; the thread and the progress message follow through the outbox. Jobs
+are visible only where they were made (the guild, or the requester's DM); anywhere else the
+answer is "no such job", the same as for an id that never existed.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from typing import TYPE_CHECKING, Any
+
+import discord
+from discord import app_commands
+
+from bot import render
+from bot.queries import sql
+from jobs.errors import ErrandError, InvalidParams, NotAllowed, QuotaExceeded, UnknownJob
+from jobs.ids import PATTERN, normalize
+from jobs.logs import get_logger
+from jobs.model import JobView
+from jobs.state import Actor
+
+if TYPE_CHECKING:
+    from bot.client import ErrandBot
+
+log = get_logger("bot.commands")
+
+TRANSPORT = "discord"
+MAX_TASK = 1500
+MAX_PARAMS = 1000
+# Parameters a /summon task fills, in order of preference, when the kind has one.
+TASK_FIELDS = ("prompt", "task", "text")
+
+NO_SUCH_JOB = "No such job."
+
+
+def requester_of(user: discord.abc.User) -> str:
+    """How a Discord user is recorded as a requester."""
+    return f"{TRANSPORT}:{user.id}"
+
+
+def group_of(interaction: discord.Interaction[Any]) -> str:
+    """Where jobs are visible: the guild, or the user's DMs."""
+    if interaction.guild_id is not None:
+        return str(interaction.guild_id)
+    return f"dm:{interaction.user.id}"
+
+
+def parse_params(text: str) -> dict[str, Any]:
+    """``key=value`` pairs separated by spaces (quotes allowed); JSON values where they parse.
+
+    Raises:
+        ValueError: one short line saying what is wrong.
+    """
+    if len(text) > MAX_PARAMS:
+        raise ValueError(f"params are too long (at most {MAX_PARAMS} characters)")
+    try:
+        parts = shlex.split(text)
+    except ValueError:
+        raise ValueError("params: unbalanced quotes") from None
+    params: dict[str, Any] = {}
+    for part in parts:
+        key, sep, raw = part.partition("=")
+        if not sep or not key.isidentifier():
+            raise ValueError("params must look like `steps=3 note=\"two words\"`")
+        try:
+            params[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            params[key] = raw
+    return params
+
+
+class JobCommands:
+    """What the commands and the Cancel button do, against the engine."""
+
+    def __init__(self, bot: ErrandBot) -> None:
+        self.bot = bot
+
+    # -- helpers --------------------------------------------------------------------------
+
+    async def reply(self, interaction: discord.Interaction[Any], text: str) -> None:
+        """A short ephemeral answer (the only kind of error users see)."""
+        if interaction.response.is_done():
+            await interaction.followup.send(text, ephemeral=True)
+        else:
+            await interaction.response.send_message(text, ephemeral=True)
+
+    async def visible(
+        self, interaction: discord.Interaction[Any], raw: str | None
+    ) -> JobView | None:
+        """The job ``raw`` names if the caller may see it here; inside a job's thread, the
+        thread's job when ``raw`` is empty."""
+        if not raw:
+            if interaction.channel_id is None:
+                return None
+            raw = await self.bot.pool.fetchval(
+                sql("binding_job_by_thread"), str(interaction.channel_id)
+            )
+            if raw is None:
+                return None
+        public_id = normalize(raw)
+        if not PATTERN.match(public_id):
+            return None
+        try:
+            job = await self.bot.store.get(public_id)
+        except UnknownJob:
+            return None
+        if job.origin.get("transport") != TRANSPORT or job.origin_group != group_of(interaction):
+            return None
+        return job
+
+    def is_operator(self, interaction: discord.Interaction[Any]) -> bool:
+        """Members with the configured admin role (or Administrator) are operators."""
+        user = interaction.user
+        if not isinstance(user, discord.Member):
+            return False
+        if user.guild_permissions.administrator:
+            return True
+        role = self.bot.settings.admin_role
+        return role is not None and any(role in (r.name, str(r.id)) for r in user.roles)
+
+    def may_moderate(self, interaction: discord.Interaction[Any]) -> bool:
+        """Manage Threads (in this channel) or operator rights."""
+        return interaction.permissions.manage_threads or self.is_operator(interaction)
+
+    # -- /summon --------------------------------------------------------------------------
+
+    async def summon(
+        self,
+        interaction: discord.Interaction[Any],
+        task: str,
+        kind: str | None,
+        params: str | None,
+    ) -> None:
+        """Validate, submit with the interaction id as idempotency key, answer with the id."""
+        task = task.strip()
+        kind_name = (kind or "").strip() or self.bot.settings.resolved_default_kind()
+        if not task:
+            await self.reply(interaction, "Say what to do: `/summon task:...`.")
+            return
+        if len(task) > MAX_TASK:
+            await self.reply(interaction, f"The task is too long (at most {MAX_TASK} characters).")
+            return
+        if kind_name not in self.bot.registry:
+            known = ", ".join(self.bot.registry.names())
+            await self.reply(interaction, f"Unknown kind `{render.code(kind_name, 40)}`. "
+                                          f"Kinds: {known}.")
+            return
+        try:
+            values = parse_params(params or "")
+        except ValueError as exc:
+            await self.reply(interaction, str(exc))
+            return
+        spec = self.bot.registry.get(kind_name)
+        field = next((f for f in TASK_FIELDS if f in spec.params.model_fields), None)
+        if field is not None:
+            values.setdefault(field, task)
+        channel = interaction.channel
+        channel_type = channel.type.value if channel is not None else 0
+        origin = {
+            "transport": TRANSPORT,
+            "guild_id": str(interaction.guild_id) if interaction.guild_id else None,
+            "channel_id": str(interaction.channel_id),
+            "channel_type": channel_type,
+            "user_id": str(interaction.user.id),
+            "interaction_id": str(interaction.id),
+            "task": task,
+        }
+        try:
+            job, _created = await self.bot.store.submit(
+                kind_name,
+                values,
+                requester=requester_of(interaction.user),
+                origin=origin,
+                origin_group=group_of(interaction),
+                idempotency_key=f"{TRANSPORT}:{interaction.id}",
+            )
+        except (InvalidParams, QuotaExceeded) as exc:
+            await self.reply(interaction, render.code(str(exc), 400))
+            return
+        where = ("Follow it in the thread on this message"
+                 if channel_type == discord.ChannelType.text.value else "Follow it here")
+        answer = (f"Job `{job.public_id}` ({job.kind}) is queued. {where}, or with "
+                  f"`/job status {job.public_id}`.")
+        response = await interaction.response.send_message(answer)
+        log.info("job.summoned", job_id=job.public_id, kind=job.kind, guild=origin["guild_id"])
+        # After the answer: remember the message to start the thread from, then wake delivery.
+        anchor = response.message_id if response is not None else None
+        await self.bot.pool.execute(
+            sql("binding_insert"),
+            job.id,
+            origin["guild_id"],
+            origin["channel_id"],
+            channel_type,
+            str(anchor) if anchor else None,
+        )
+        self.bot.delivery.poke(job.id, job.public_id)
+
+    async def kind_choices(self, current: str) -> list[app_commands.Choice[str]]:
+        """Registered kinds matching what was typed, with their descriptions."""
+        out = []
+        for name in self.bot.registry.names():
+            spec = self.bot.registry.get(name)
+            if current.lower() in name.lower():
+                label = f"{name} — {spec.description}" if spec.description else name
+                out.append(app_commands.Choice(name=label[:100], value=name))
+        return out[:25]
+
+    async def param_choices(
+        self, interaction: discord.Interaction[Any], current: str
+    ) -> list[app_commands.Choice[str]]:
+        """The chosen kind's parameters not yet given, as ``name=`` suggestions."""
+        kind = getattr(interaction.namespace, "kind", None) or \
+            self.bot.settings.resolved_default_kind()
+        if kind not in self.bot.registry:
+            return []
+        fields = self.bot.registry.get(kind).params.model_fields
+        head, _, last = current.rpartition(" ")
+        given = {p.partition("=")[0] for p in current.split()}
+        out = []
+        for name, info in fields.items():
+            if name in TASK_FIELDS or (name in given and not current.endswith(name)):
+                continue
+            if last and not name.startswith(last.partition("=")[0]):
+                continue
+            value = f"{head} {name}=".strip()
+            label = f"{name}=  {info.description or ''}".strip()
+            out.append(app_commands.Choice(name=label[:100], value=value[:100]))
+        return out[:25]
+
+    # -- /job ... -------------------------------------------------------------------------
+
+    async def status(self, interaction: discord.Interaction[Any], job_id: str | None) -> None:
+        job = await self.visible(interaction, job_id)
+        if job is None:
+            await self.reply(interaction, NO_SUCH_JOB if job_id else
+                             "Give a job id, or ask inside a job's thread.")
+            return
+        status = await self.bot.store.status(job.public_id)
+        binding = await self.bot.pool.fetchrow(sql("binding_get"), job.id)
+        deliveries = await self.bot.outbox.rows(job.id)
+        page = render.status_page(
+            status,
+            task=str(job.origin.get("task") or ""),
+            thread_id=binding["thread_id"] if binding else None,
+            deliveries=deliveries,
+        )
+        await self.reply(interaction, page)
+
+    async def cancel(
+        self, interaction: discord.Interaction[Any], job_id: str | None, reason: str | None
+    ) -> None:
+        """Cancel if allowed; say exactly what happened."""
+        job = await self.visible(interaction, job_id)
+        if job is None:
+            await self.reply(interaction, NO_SUCH_JOB if job_id else
+                             "Give a job id, or ask inside a job's thread.")
+            return
+        if job.requester == requester_of(interaction.user):
+            actor = Actor.REQUESTER
+        elif self.may_moderate(interaction):
+            actor = Actor.OPERATOR
+        else:
+            await self.reply(interaction, f"Only the requester or a moderator can cancel job "
+                                          f"`{job.public_id}`.")
+            return
+        why = render.code(reason, 200) if reason and reason.strip() else None
+        try:
+            result = await self.bot.store.cancel(
+                job.public_id, actor=actor, by=requester_of(interaction.user), reason=why
+            )
+        except ErrandError as exc:
+            await self.reply(interaction, render.code(str(exc), 300))
+            return
+        pid = job.public_id
+        answers = {
+            "cancelled": f"Cancelled job `{pid}`.",
+            "cancelling": f"Asked job `{pid}` to stop; it is cancelling and will say when it "
+                          "has stopped.",
+            "already_cancelling": f"Job `{pid}` is already cancelling.",
+            "too_late": f"Too late: job `{pid}` already {result.job.state.value}.",
+        }
+        await self.reply(interaction, answers[result.outcome])
+        self.bot.delivery.poke(job.id, job.public_id)
+
+    async def list(self, interaction: discord.Interaction[Any]) -> None:
+        jobs = await self.bot.store.list_jobs(
+            requester=requester_of(interaction.user), origin_group=group_of(interaction),
+            limit=10,
+        )
+        if not jobs:
+            await self.reply(interaction, "You have no jobs here yet. Start one with `/summon`.")
+            return
+        lines = [render.job_line(j, str(j.origin.get("task") or "")) for j in jobs]
+        await self.reply(interaction, "\n".join(lines)[: render.MAX_CONTENT])
+
+    async def resolve(
+        self, interaction: discord.Interaction[Any], job_id: str, outcome: str, note: str
+    ) -> None:
+        job = await self.visible(interaction, job_id)
+        if job is None:
+            await self.reply(interaction, NO_SUCH_JOB)
+            return
+        note = note.strip()
+        if not note or len(note) > 500:
+            await self.reply(interaction, "Say what you found in `note` (1 to 500 characters).")
+            return
+        if self.is_operator(interaction):
+            actor = Actor.OPERATOR
+        elif job.requester == requester_of(interaction.user):
+            actor = Actor.REQUESTER
+        else:
+            await self.reply(interaction, "Only the requester (where the kind allows it) or an "
+                                          "operator can resolve this job.")
+            return
+        try:
+            done = await self.bot.store.resolve(
+                job.public_id, actor=actor, outcome=outcome, note=note,
+                by=requester_of(interaction.user),
+            )
+        except NotAllowed as exc:
+            await self.reply(interaction, render.code(str(exc), 300))
+            return
+        except (ErrandError, ValueError):
+            await self.reply(interaction, f"Job `{job.public_id}` is {job.state.value}; only an "
+                                          "`unknown` job can be resolved.")
+            return
+        await self.reply(interaction, f"Resolved job `{done.public_id}`: now {done.state.value}.")
+        self.bot.delivery.poke(job.id, job.public_id)
+
+
+def install(tree: app_commands.CommandTree[Any], jobs: JobCommands) -> None:
+    """Add ``/summon`` and ``/job`` to the tree."""
+
+    @tree.command(name="summon", description="Start a job; you get its id at once")
+    @app_commands.describe(
+        task="What to do",
+        kind="Which kind of job (default: the server's)",
+        params="Extra parameters, e.g. steps=3",
+    )
+    async def summon(
+        interaction: discord.Interaction[Any],
+        task: str,
+        kind: str | None = None,
+        params: str | None = None,
+    ) -> None:
+        await jobs.summon(interaction, task, kind, params)
+
+    @summon.autocomplete("kind")
+    async def kind_autocomplete(
+        interaction: discord.Interaction[Any], current: str
+    ) -> list[app_commands.Choice[str]]:
+        return await jobs.kind_choices(current)
+
+    @summon.autocomplete("params")
+    async def params_autocomplete(
+        interaction: discord.Interaction[Any], current: str
+    ) -> list[app_commands.Choice[str]]:
+        return await jobs.param_choices(interaction, current)
+
+    group = app_commands.Group(name="job", description="Follow, cancel and resolve jobs")
+
+    @group.command(name="status", description="Show a job's state, progress and last events")
+    @app_commands.describe(id="The job id (optional inside a job's thread)")
+    async def status(interaction: discord.Interaction[Any], id: str | None = None) -> None:
+        await jobs.status(interaction, id)
+
+    @group.command(name="cancel", description="Stop a job you started")
+    @app_commands.describe(id="The job id (optional inside a job's thread)", reason="Why")
+    async def cancel(
+        interaction: discord.Interaction[Any], id: str | None = None, reason: str | None = None
+    ) -> None:
+        await jobs.cancel(interaction, id, reason)
+
+    @group.command(name="list", description="Your recent jobs here")
+    async def list_(interaction: discord.Interaction[Any]) -> None:
+        await jobs.list(interaction)
+
+    @group.command(name="resolve", description="Settle a job whose outcome is unknown")
+    @app_commands.describe(id="The job id", outcome="What really happened", note="What you found")
+    @app_commands.choices(outcome=[
+        app_commands.Choice(name="it succeeded", value="succeeded"),
+        app_commands.Choice(name="it failed", value="failed"),
+        app_commands.Choice(name="run it again", value="retry"),
+        app_commands.Choice(name="cancel it (operators)", value="cancelled"),
+    ])
+    async def resolve(
+        interaction: discord.Interaction[Any], id: str, outcome: str, note: str
+    ) -> None:
+        await jobs.resolve(interaction, id, outcome, note)
+
+    tree.add_command(group)

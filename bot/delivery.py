@@ -1,0 +1,403 @@
+"""Outbox delivery to Discord: the job's thread, its one progress message and its notices.
+
+Nothing here runs inside an interaction handler. Each job with work to do gets one actor task
+that, each round, leases the job's pending outbox rows, reads the job as it is *now*, makes sure
+the thread and the progress message exist, edits the message to the current state (coalesced:
+stale states are never replayed, only the latest is shown), then posts one notice per
+notice-worthy transition and records the Discord message id. Rounds are woken by
+``NOTIFY errand_outbox`` / ``errand_progress`` (with polling as the fallback), so workers on
+other hosts need no link to the bot.
+
+Exactly once: the outbox row is marked delivered with the message id; a notice is sent with a
+nonce derived from the row (``enforce_nonce``), so a resend after a crash between Discord's
+answer and our write returns the message already made instead of a second one. Failures (thread
+deleted, permission removed) retry with backoff and are then dead-lettered; actors are
+independent, so one bad destination never holds up another job.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import time
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import asyncpg
+import discord
+
+from bot import render
+from bot.cancel import cancel_view
+from bot.queries import sql
+from jobs.db import connect
+from jobs.logs import get_logger
+from jobs.model import JobStatus
+from jobs.outbox import OUTBOX_CHANNEL, PROGRESS_CHANNEL, OutboxRow
+from jobs.state import TERMINAL, State
+
+if TYPE_CHECKING:
+    from bot.client import ErrandBot
+
+log = get_logger("bot.delivery")
+
+# Discord error codes handled on purpose.
+UNKNOWN_MESSAGE = 10008
+THREAD_ARCHIVED = 50083
+THREAD_ALREADY_CREATED = 160004
+
+THREADS = {
+    discord.ChannelType.public_thread.value,
+    discord.ChannelType.private_thread.value,
+    discord.ChannelType.news_thread.value,
+}
+THREADABLE = {discord.ChannelType.text.value, discord.ChannelType.news.value}
+FORUMS = {discord.ChannelType.forum.value, discord.ChannelType.media.value}
+OLD_MESSAGE_SECONDS = 3600.0
+
+
+def _hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _describe(exc: discord.HTTPException) -> str:
+    return f"{exc.status} {exc.code}: {exc.text}"[:300]
+
+
+class Retry(Exception):
+    """The binding cannot be completed yet (e.g. the /summon answer is not recorded yet)."""
+
+
+class Delivery:
+    """Delivers every Discord job's outbox rows and keeps its progress message current."""
+
+    def __init__(self, bot: ErrandBot) -> None:
+        self.bot = bot
+        self.settings = bot.settings
+        self.actors: dict[int, asyncio.Task[None]] = {}
+        self.dirty: dict[int, asyncio.Event] = {}
+        self.ids: dict[str, int] = {}  # public id -> job id, for progress NOTIFYs
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._listener: asyncpg.Connection | None = None
+        self._stopping = False
+        self._last_edit: dict[int, float] = {}
+        self._lookups: set[asyncio.Task[None]] = set()
+        self.stats = {"edits": 0, "posts": 0, "notices": 0, "failures": 0}
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start listening and delivering (call from ``setup_hook``)."""
+        self._task = asyncio.create_task(self._run(), name="errand-delivery")
+
+    async def stop(self) -> None:
+        """Stop every actor; leased rows become due again when their lease runs out."""
+        self._stopping = True
+        tasks = [t for t in [self._task, *self.actors.values()] if t is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if self._listener is not None:
+            with contextlib.suppress(Exception):
+                await self._listener.close()
+
+    async def _run(self) -> None:
+        await self._listen()
+        while not self._stopping:
+            self._wake.clear()
+            try:
+                for due in await self.bot.outbox.due_jobs(500):
+                    self.poke(due.job_id, due.public_id)
+            except (OSError, asyncpg.PostgresError) as exc:
+                log.warning("delivery.poll_failed", error=str(exc))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self.settings.delivery_poll_seconds)
+
+    async def _listen(self) -> None:
+        try:
+            self._listener = await connect(self.bot.dsn)
+            await self._listener.add_listener(OUTBOX_CHANNEL, self._on_outbox)
+            await self._listener.add_listener(PROGRESS_CHANNEL, self._on_progress)
+        except (OSError, asyncpg.PostgresError) as exc:
+            log.warning("delivery.listen_failed", error=str(exc))  # polling still works
+
+    def _on_outbox(self, *_: Any) -> None:
+        self._wake.set()
+
+    def _on_progress(self, _conn: Any, _pid: int, _channel: str, payload: object) -> None:
+        public_id = str(payload)
+        job_id = self.ids.get(public_id)
+        if job_id is not None:
+            self.poke(job_id, public_id)
+        else:
+            task = asyncio.create_task(self._poke_by_public_id(public_id))
+            self._lookups.add(task)
+            task.add_done_callback(self._lookups.discard)
+
+    async def _poke_by_public_id(self, public_id: str) -> None:
+        job_id = await self.bot.pool.fetchval(sql("binding_by_public_id"), public_id)
+        if job_id is not None:
+            self.poke(job_id, public_id)
+
+    # -- actors ---------------------------------------------------------------------------
+
+    def poke(self, job_id: int, public_id: str) -> None:
+        """Something changed for this job: (re)render it and deliver its rows soon."""
+        if self._stopping:
+            return
+        self.ids[public_id] = job_id
+        self.dirty.setdefault(job_id, asyncio.Event()).set()
+        if job_id not in self.actors:
+            self.actors[job_id] = asyncio.create_task(
+                self._actor(job_id, public_id), name=f"deliver:{public_id}"
+            )
+
+    async def _actor(self, job_id: int, public_id: str) -> None:
+        event = self.dirty[job_id]
+        try:
+            while not self._stopping:
+                event.clear()
+                try:
+                    finished = await self._round(job_id, public_id)
+                except Retry:
+                    await asyncio.sleep(0.2)
+                    event.set()
+                    continue
+                except (OSError, asyncpg.PostgresError, discord.DiscordServerError) as exc:
+                    log.warning("delivery.round_failed", job_id=public_id, error=str(exc))
+                    await asyncio.sleep(1.0)
+                    event.set()
+                    continue
+                if finished:
+                    return
+                await event.wait()
+        finally:
+            self.actors.pop(job_id, None)
+            if event.is_set() and not self._stopping:
+                self.actors[job_id] = asyncio.create_task(
+                    self._actor(job_id, public_id), name=f"deliver:{public_id}"
+                )
+            else:
+                self.dirty.pop(job_id, None)
+                self.ids.pop(public_id, None)
+                self._last_edit.pop(job_id, None)
+
+    async def _round(self, job_id: int, public_id: str) -> bool:
+        """One delivery round; True when the job is finished and fully delivered."""
+        rows = await self.bot.outbox.claim(job_id)
+        status = await self.bot.store.status(public_id)
+        job = status.job
+        try:
+            binding = await self._binding(status)
+        except Retry:
+            await self.bot.outbox.release([r.id for r in rows], 0.2)
+            raise
+        pending = list(rows)
+        try:
+            binding = await self._ensure_thread(status, binding)
+            binding = await self._render(status, binding)
+            while pending:
+                row = pending[0]
+                external = binding["progress_message_id"]
+                if row.to_state is not None and State(row.to_state) in render.NOTICE_STATES:
+                    external = await self._notice(status, row, binding)
+                await self.bot.outbox.done(row.id, external)
+                pending.pop(0)
+        except (OSError, asyncpg.PostgresError, discord.DiscordServerError):
+            # Transient (Discord 5xx, network, database): try again soon, no attempt counted.
+            await self.bot.outbox.release([r.id for r in pending], 1.0)
+            raise
+        except Exception as exc:  # a refusal (403/404/400) or a bug: retry with backoff, then dead
+            self.stats["failures"] += 1
+            error = _describe(exc) if isinstance(exc, discord.HTTPException) else repr(exc)
+            log.warning("delivery.failed", job_id=public_id, error=error,
+                        exc_info=not isinstance(exc, discord.HTTPException))
+            for row in pending:
+                dead = await self.bot.outbox.failed(row, error)
+                if dead:
+                    log.warning("delivery.dead_lettered", job_id=public_id, outbox_id=row.id)
+            return not pending or job.state in TERMINAL  # the poll loop retries when due
+        return job.state in TERMINAL and binding["progress_state"] in TERMINAL
+
+    # -- thread and progress message ------------------------------------------------------
+
+    async def _write(self, name: str, *args: Any) -> asyncpg.Record:
+        """Run a binding write that returns the binding (it exists: made before delivery)."""
+        record = await self.bot.pool.fetchrow(sql(name), *args)
+        if record is None:
+            raise LookupError(f"{name}: no binding for job {args[0]}")
+        return record
+
+    async def _binding(self, status: JobStatus) -> asyncpg.Record:
+        job = status.job
+        binding = await self.bot.pool.fetchrow(sql("binding_get"), job.id)
+        if binding is not None and (binding["anchor_message_id"] or binding["thread_id"]
+                                    or binding["channel_type"] not in THREADABLE):
+            return binding
+        age = (datetime.now(UTC) - job.created_at).total_seconds()
+        if age < self.settings.anchor_wait_seconds:
+            raise Retry  # the /summon handler records its answer message right after answering
+        if binding is not None:
+            return binding
+        # The bot stopped between submit and recording the answer: bind from the origin.
+        origin = job.origin
+        return await self._write(
+            "binding_insert", job.id, origin.get("guild_id"), str(origin["channel_id"]),
+            int(origin.get("channel_type") or 0), None,
+        )
+
+    async def _ensure_thread(self, status: JobStatus, binding: asyncpg.Record) -> asyncpg.Record:
+        if binding["thread_id"]:
+            return binding
+        job = status.job
+        ctype = binding["channel_type"]
+        channel_id = int(binding["channel_id"])
+        name = f"{job.public_id} · {render.code(str(job.origin.get('task') or job.kind), 80)}"
+        if ctype in THREADABLE:
+            parent = self.bot.get_partial_messageable(
+                channel_id, type=discord.ChannelType(ctype),
+                guild_id=int(binding["guild_id"]) if binding["guild_id"] else None,
+            )
+            anchor = binding["anchor_message_id"]
+            if anchor is None:
+                msg = await parent.send(f"Job `{job.public_id}` ({job.kind})",
+                                        nonce=f"a{job.public_id}")
+                anchor = str(msg.id)
+            try:
+                thread = await parent.get_partial_message(int(anchor)).create_thread(
+                    name=name, auto_archive_duration=1440
+                )
+                thread_id = str(thread.id)
+            except discord.HTTPException as exc:
+                if exc.code != THREAD_ALREADY_CREATED:
+                    raise
+                thread_id = str(anchor)  # a thread started from a message has its id
+        elif ctype in FORUMS:
+            forum = self.bot.get_channel(channel_id) or await self.bot.fetch_channel(channel_id)
+            assert isinstance(forum, discord.ForumChannel)
+            view = self._progress_view(status)
+            made = await forum.create_thread(
+                name=name, content=view.content,
+                view=cancel_view(job.public_id) if view.cancellable else discord.utils.MISSING,
+            )
+            await self.bot.pool.execute(sql("binding_set_thread"), job.id, str(made.thread.id))
+            self.stats["posts"] += 1
+            return await self._write(
+                "binding_set_progress_message", job.id, str(made.message.id),
+                view.state.value, _hash(view.key),
+            )
+        else:  # a DM, a thread it was summoned in, or any other text channel: post right there
+            thread_id = str(channel_id)
+        return await self._write("binding_set_thread", job.id, thread_id)
+
+    def _progress_view(self, status: JobStatus) -> render.Progress:
+        job = status.job
+        spec = self.bot.registry.get(job.kind) if job.kind in self.bot.registry else None
+        return render.progress(
+            status,
+            task=str(job.origin.get("task") or ""),
+            may_resolve=bool(spec and spec.requester_may_resolve),
+        )
+
+    async def _post_progress(
+        self, status: JobStatus, binding: asyncpg.Record, view: render.Progress, *, nonce: str
+    ) -> asyncpg.Record:
+        job = status.job
+        channel = self.bot.get_partial_messageable(int(binding["thread_id"]))
+        message = await channel.send(
+            view.content,
+            view=cancel_view(job.public_id) if view.cancellable else discord.utils.MISSING,
+            nonce=nonce,
+        )
+        self.stats["posts"] += 1
+        self._last_edit[job.id] = time.monotonic()
+        return await self._write(
+            "binding_set_progress_message", job.id, str(message.id), view.state.value,
+            _hash(view.key),
+        )
+
+    async def _render(self, status: JobStatus, binding: asyncpg.Record) -> asyncpg.Record:
+        """Show the current state on the progress message (post it first if there is none)."""
+        job = status.job
+        view = self._progress_view(status)
+        if binding["progress_message_id"] is None:
+            return await self._post_progress(status, binding, view, nonce=f"p{job.public_id}")
+        if binding["progress_state"] in TERMINAL or binding["progress_hash"] == _hash(view.key):
+            return binding  # never a state after the terminal one; never an empty edit
+        if view.state not in TERMINAL:
+            # Coalesce: at most one edit per interval; the state shown is read after the wait.
+            await self._pace(job.id, binding)
+            status = await self.bot.store.status(job.public_id)
+            view = self._progress_view(status)
+            if binding["progress_hash"] == _hash(view.key):
+                return binding
+        message = self.bot.get_partial_messageable(int(binding["thread_id"])).get_partial_message(
+            int(binding["progress_message_id"])
+        )
+        try:
+            await self._edit(message, job.public_id, view)
+        except discord.NotFound as exc:
+            if exc.code != UNKNOWN_MESSAGE:
+                raise
+            # Someone deleted the progress message: post it again (a fresh nonce).
+            log.info("delivery.progress_reposted", job_id=job.public_id)
+            return await self._post_progress(
+                status, binding, view, nonce=f"r{job.public_id}{int(time.time()) % 10**9}"
+            )
+        self._last_edit[job.id] = time.monotonic()
+        self.stats["edits"] += 1
+        updated = await self.bot.pool.fetchrow(
+            sql("binding_record_edit"), job.id, view.state.value, _hash(view.key)
+        )
+        return updated or binding
+
+    async def _edit(
+        self, message: discord.PartialMessage, public_id: str, view: render.Progress
+    ) -> None:
+        buttons = cancel_view(public_id) if view.cancellable else None
+        try:
+            await message.edit(content=view.content, view=buttons)
+        except discord.HTTPException as exc:
+            if exc.code != THREAD_ARCHIVED:
+                raise
+            # Archived (inactivity or a moderator): unarchive, then edit again.
+            await self.bot.http.edit_channel(message.channel.id, archived=False)
+            await message.edit(content=view.content, view=buttons)
+
+    async def _pace(self, job_id: int, binding: asyncpg.Record) -> None:
+        posted = binding["progress_posted_at"]
+        old = posted is not None and (
+            (datetime.now(UTC) - posted).total_seconds() > OLD_MESSAGE_SECONDS
+        )
+        interval = (self.settings.old_message_edit_interval_seconds if old
+                    else self.settings.edit_interval_seconds)
+        last = self._last_edit.get(job_id)
+        if last is None:
+            return
+        wait = last + interval - time.monotonic()
+        if wait > 0:
+            await asyncio.sleep(wait)
+
+    # -- notices --------------------------------------------------------------------------
+
+    async def _notice(self, status: JobStatus, row: OutboxRow, binding: asyncpg.Record) -> str:
+        job = status.job
+        user_id = int(job.origin["user_id"]) if job.origin.get("user_id") else None
+        channel = self.bot.get_partial_messageable(int(binding["thread_id"]))
+        mentions = discord.AllowedMentions(
+            everyone=False, roles=False,
+            users=[discord.Object(user_id)] if user_id else False,
+        )
+        message = await channel.send(
+            render.notice(job, row, user_id),
+            allowed_mentions=mentions,
+            # The same row always sends the same nonce: Discord returns the first message
+            # instead of a duplicate when we resend after a crash.
+            nonce=f"n{row.id}",
+        )
+        self.stats["notices"] += 1
+        log.info("delivery.notice", job_id=job.public_id, state=row.to_state,
+                 message_id=message.id)
+        return str(message.id)
+

@@ -1,0 +1,244 @@
+"""What users read: the progress message of each state, the notices and the status page.
+
+Pure functions of the job record (no I/O), so every format is tested without Discord. Text
+that came from users (the task) is escaped for markdown and mentions, and cut to Discord's limits.
+Times use Discord timestamps (``<t:...:R>``), which clients keep current without edits.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import discord
+
+from jobs.model import JobStatus, JobView
+from jobs.outbox import OutboxRow
+from jobs.state import TERMINAL, State
+
+MAX_CONTENT = 2000
+BAR_WIDTH = 12
+
+ICONS: dict[State, str] = {
+    State.QUEUED: "⏳",
+    State.RUNNING: "▶️",
+    State.CANCELLING: "🛑",
+    State.SUCCEEDED: "✅",
+    State.FAILED: "❌",
+    State.CANCELLED: "⛔",
+    State.UNKNOWN: "❓",
+}
+
+NOTICE_STATES = frozenset({State.SUCCEEDED, State.FAILED, State.CANCELLED, State.UNKNOWN})
+"""States whose transition gets a notice that mentions the requester."""
+
+CANCELLABLE = frozenset({State.QUEUED, State.RUNNING})
+"""States in which the progress message carries a Cancel button."""
+
+
+def clean(text: str, limit: int) -> str:
+    """User text made inert (no markdown, no mentions) on one line, cut to ``limit``."""
+    one_line = " ".join(text.split())
+    escaped = discord.utils.escape_mentions(discord.utils.escape_markdown(one_line))
+    return escaped if len(escaped) <= limit else escaped[: limit - 1] + "…"
+
+
+def code(text: str, limit: int) -> str:
+    """Text shown inside inline code: backticks cannot close it early."""
+    text = " ".join(text.split()).replace("`", "ˋ")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def stamp(at: datetime | None, style: str = "R") -> str:
+    """A Discord timestamp (clients render and update it locally)."""
+    return f"<t:{int(at.timestamp())}:{style}>" if at else "—"
+
+
+def seconds(total: float) -> str:
+    """A duration the way people say it: 4.2 s, 3 min 5 s, 2 h 10 min."""
+    if total < 60:
+        return f"{total:.1f} s"
+    minutes, secs = divmod(int(total), 60)
+    if minutes < 60:
+        return f"{minutes} min {secs} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min"
+
+
+def duration(job: JobView, now: datetime | None = None) -> float:
+    """Seconds from the start (or the submit) to the end (or now)."""
+    start = job.started_at or job.created_at
+    end = job.finished_at or now or datetime.now(UTC)
+    return max(0.0, (end - start).total_seconds())
+
+
+def bar(done: float, total: float) -> str:
+    """A text progress bar with the percentage."""
+    ratio = 0.0 if total <= 0 else min(1.0, max(0.0, done / total))
+    filled = round(ratio * BAR_WIDTH)
+    return f"`{'▓' * filled}{'░' * (BAR_WIDTH - filled)}` {ratio:.0%}"
+
+
+def usage_line(usage: dict[str, Any]) -> str:
+    """Budget use so far: tokens, tool calls, steps."""
+    parts = []
+    if usage.get("tokens"):
+        parts.append(f"{int(usage['tokens']):,} tokens")
+    if usage.get("tool_calls"):
+        parts.append(f"{int(usage['tool_calls'])} tool calls")
+    if usage.get("steps"):
+        parts.append(f"{int(usage['steps'])} steps")
+    return " · ".join(parts)
+
+
+def summary(value: Any, limit: int = 300) -> str:
+    """A short, inert summary of a result or error."""
+    if value is None:
+        return ""
+    if isinstance(value, dict) and set(value) >= {"type", "message"}:
+        value = f"{value['type']}: {value['message']}"
+    text = value if isinstance(value, str) else json.dumps(value, default=str, sort_keys=True)
+    return code(text, limit)
+
+
+@dataclass(frozen=True)
+class Progress:
+    """One rendering of the progress message."""
+
+    state: State
+    content: str
+    cancellable: bool
+
+    @property
+    def key(self) -> str:
+        """What decides whether an edit is needed."""
+        return f"{self.cancellable}|{self.content}"
+
+
+def progress(status: JobStatus, *, task: str, may_resolve: bool) -> Progress:
+    """The progress message for the job's current state."""
+    job = status.job
+    head = f"{ICONS[job.state]} **{job.state.value}** · `{job.public_id}` · {job.kind}"
+    lines = [head]
+    if task:
+        lines.append(f"> {clean(task, 300)}")
+    attempt = f"attempt {job.attempts}/{job.max_attempts}"
+    used = usage_line(job.usage)
+    if job.state is State.QUEUED:
+        if job.attempts:  # a retry wait
+            lines.append(f"Retry {job.attempts + 1} of {job.max_attempts} {stamp(job.run_at)}"
+                         + (f" · last try: {code(job.reason, 200)}" if job.reason else ""))
+        else:
+            lines.append(f"Waiting for a worker since {stamp(job.created_at)}")
+    elif job.state in (State.RUNNING, State.CANCELLING):
+        step = next((s for s in reversed(status.steps) if s.get("outcome") is None), None)
+        if step is not None:
+            lines.append(f"Step {step['number']}: {code(str(step['name']), 100)}")
+        p = job.progress or {}
+        if p.get("total"):
+            note = f" {code(str(p.get('note') or ''), 100)}" if p.get("note") else ""
+            lines.append(f"{bar(float(p['done']), float(p['total']))}{note}")
+        lines.append(" · ".join(x for x in (f"Started {stamp(job.started_at)}", attempt, used)
+                                if x))
+        if job.state is State.CANCELLING:
+            lines.append(f"Stopping: {code(job.cancel_reason or job.reason or 'cancel', 200)}")
+    elif job.state is State.UNKNOWN:
+        lines.append(f"The outcome is unknown: {code(job.reason or 'no reason recorded', 300)}")
+        lines.append(
+            f"Check whether it happened, then `/job resolve {job.public_id}`."
+            if may_resolve
+            else "An operator has to check what happened and resolve it."
+        )
+    else:
+        lines.append(" · ".join(x for x in (f"Took {seconds(duration(job))}", attempt, used) if x))
+        if job.reason:
+            lines.append(f"Reason: {code(job.reason, 300)}")
+        if job.state is State.SUCCEEDED and job.result is not None:
+            lines.append(f"Result: `{summary(job.result, 500)}`")
+        if job.state is State.FAILED and job.error is not None:
+            lines.append(f"Error: `{summary(job.error, 500)}`")
+        if status.assets:
+            names = ", ".join(f"{code(str(a['name']), 80)} ({a['size']} B)"
+                              for a in status.assets[:10])
+            more = f" and {len(status.assets) - 10} more" if len(status.assets) > 10 else ""
+            lines.append(f"Assets: {names}{more} — `errand job status {job.public_id}`")
+    content = "\n".join(lines)[:MAX_CONTENT]
+    return Progress(job.state, content, job.state in CANCELLABLE)
+
+
+def notice(job: JobView, row: OutboxRow, user_id: int | None) -> str:
+    """The reply that tells the requester how the job ended (or that it needs them)."""
+    to = State(row.to_state or job.state.value)
+    who = f"<@{user_id}> " if user_id else ""
+    reason = row.payload.get("reason")
+    text = f"{who}{ICONS[to]} Job `{job.public_id}` **{to.value}**"
+    if to in TERMINAL:
+        text += f" after {seconds(duration(job))}"
+    if reason:
+        text += f": {code(str(reason), 300)}"
+    if to is State.SUCCEEDED and job.result is not None:
+        text += f"\nResult: `{summary(job.result, 500)}`"
+    if to is State.UNKNOWN:
+        text += f"\nSee `/job status {job.public_id}` for what you can do."
+    return text[:MAX_CONTENT]
+
+
+def status_page(
+    status: JobStatus,
+    *,
+    task: str,
+    thread_id: str | None,
+    deliveries: list[OutboxRow],
+    events: int = 6,
+) -> str:
+    """The ephemeral answer to /job status."""
+    job = status.job
+    lines = [f"{ICONS[job.state]} **{job.state.value}** · `{job.public_id}` · {job.kind}"
+             + (f" — {code(job.reason, 200)}" if job.reason else "")]
+    if task:
+        lines.append(f"> {clean(task, 200)}")
+    detail = [f"attempt {job.attempts}/{job.max_attempts}"]
+    step = next((s for s in reversed(status.steps) if s.get("outcome") is None), None)
+    if step is not None:
+        detail.append(f"step {step['number']}: {code(str(step['name']), 80)}")
+    p = job.progress or {}
+    if p.get("total"):
+        detail.append(f"progress {p['done']}/{p['total']}")
+    used = usage_line(job.usage)
+    if used:
+        detail.append(f"budget used: {used}")
+    lines.append(" · ".join(detail))
+    times = [f"submitted {stamp(job.created_at)}"]
+    if job.started_at:
+        times.append(f"started {stamp(job.started_at)}")
+    if job.finished_at:
+        times.append(f"finished {stamp(job.finished_at)} (took {seconds(duration(job))})")
+    elif job.state is State.QUEUED and job.attempts:
+        times.append(f"next try {stamp(job.run_at)}")
+    lines.append(" · ".join(times))
+    if thread_id:
+        lines.append(f"Thread: <#{thread_id}>")
+    dead = [d for d in deliveries if d.dead_at is not None]
+    waiting = [d for d in deliveries if d.delivered_at is None and d.dead_at is None
+               and d.last_error]
+    for d in dead:
+        lines.append(f"⚠️ Notice ({d.to_state}) not delivered: {code(d.last_error or '?', 200)}")
+    for d in waiting:
+        lines.append(f"⚠️ Notice ({d.to_state}) retrying: {code(d.last_error or '?', 200)}")
+    shown = [e for e in status.events if not e.ignored][-events:]
+    if shown:
+        lines.append("Last events:")
+        for e in shown:
+            source = e.from_state.value if e.from_state else "—"
+            why = f": {code(e.reason, 120)}" if e.reason else ""
+            lines.append(f"• {stamp(e.at, 'T')} {source} → {e.to_state.value} by {e.actor}{why}")
+    return "\n".join(lines)[:MAX_CONTENT]
+
+
+def job_line(job: JobView, task: str) -> str:
+    """One job in /job list."""
+    label = f" — {clean(task, 60)}" if task else ""
+    return f"{ICONS[job.state]} `{job.public_id}` {job.kind} **{job.state.value}** " \
+           f"{stamp(job.created_at)}{label}"

@@ -1,0 +1,96 @@
+"""The bot's processes: ``errand bot`` (gateway, commands, delivery) and ``errand run`` (the bot
+and a worker in one process, the default for small installs).
+
+A missing or refused ``DISCORD_TOKEN`` ends the process with one clear line and exit code 2; the
+token itself is never printed or logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+
+import yarl
+
+from bot.settings import BotSettings
+from jobs.app import open_engine
+from jobs.logs import get_logger
+from jobs.settings import Settings
+from jobs.worker import Worker
+
+log = get_logger("bot.run")
+
+
+class BadToken(Exception):
+    """The Discord token is missing or Discord refused it."""
+
+
+def point_discord_at(api_base: str | None, gateway_url: str | None) -> None:
+    """Use another Discord (an emulator or sandbox): what ``discord_emulator.patched`` does."""
+    import discord.gateway
+    import discord.http
+
+    if api_base:
+        discord.http.Route.BASE = api_base.rstrip("/")
+    if gateway_url:
+        discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(gateway_url)
+
+
+def token_of(bot_settings: BotSettings) -> str:
+    """The token, or BadToken with a line that says what to do (never the token)."""
+    if bot_settings.token is None or not bot_settings.token.get_secret_value().strip():
+        raise BadToken("DISCORD_TOKEN is not set; create a bot token in the Discord developer "
+                       "portal and set DISCORD_TOKEN")
+    token = bot_settings.token.get_secret_value().strip()
+    if any(c.isspace() for c in token):
+        raise BadToken("DISCORD_TOKEN is not a valid token (it contains spaces)")
+    return token
+
+
+async def serve(settings: Settings, bot_settings: BotSettings, *, with_worker: bool) -> None:
+    """Run the bot (and a worker) until SIGTERM/SIGINT.
+
+    Raises:
+        BadToken: the token is missing or refused.
+    """
+    import discord
+
+    from bot.client import ErrandBot
+
+    token = token_of(bot_settings)
+    point_discord_at(bot_settings.api_base, bot_settings.gateway_url)
+    stop, hard = asyncio.Event(), asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    def on_signal() -> None:
+        (hard if stop.is_set() else stop).set()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, on_signal)
+    async with open_engine(settings, pool_max=settings.db.pool_max) as engine:
+        bot = ErrandBot(store=engine.store, dsn=engine.dsn, settings=bot_settings,
+                        registry=engine.registry)
+        tasks: dict[str, asyncio.Task[None]] = {
+            "bot": asyncio.create_task(bot.start(token), name="bot"),
+        }
+        if with_worker:
+            worker = Worker(engine.store, engine.registry, settings.worker, dsn=engine.dsn,
+                            budget=settings.budget.budget(), assets_dir=settings.assets_dir)
+            tasks["worker"] = asyncio.create_task(worker.run(stop, hard), name="worker")
+        stopper = asyncio.create_task(stop.wait())
+        try:
+            done, _ = await asyncio.wait([stopper, *tasks.values()],
+                                         return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                if task is not stopper:
+                    task.result()
+        except discord.LoginFailure:
+            raise BadToken("DISCORD_TOKEN was refused by Discord (401); check the token") from None
+        finally:
+            stop.set()
+            stopper.cancel()
+            await bot.close()
+            for task in tasks.values():
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await asyncio.wait_for(task, settings.worker.shutdown_grace_seconds + 5)

@@ -1,0 +1,64 @@
+"""Settings of the Discord transport: ``DISCORD_TOKEN``, ``ERRAND_DEV_GUILD`` and ``ERRAND_BOT_*``.
+
+The token is a ``SecretStr``: a settings object can be printed or logged without leaking it.
+"""
+
+from __future__ import annotations
+
+import os
+
+from pydantic import AliasChoices, Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class BotSettings(BaseSettings):
+    """How the bot reaches Discord, who may do what, and how it paces its messages."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="ERRAND_BOT_", env_file=".env", extra="ignore", populate_by_name=True
+    )
+
+    token: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("DISCORD_TOKEN", "ERRAND_BOT_TOKEN")
+    )
+    # Commands sync to this guild (instant) when set, else globally (can take an hour).
+    dev_guild: int | None = Field(
+        default=None, validation_alias=AliasChoices("ERRAND_DEV_GUILD", "ERRAND_BOT_DEV_GUILD")
+    )
+    # Members with this role (name or id) are operators: they may cancel any job in the guild
+    # and resolve unknown outcomes. Manage Threads also allows cancelling.
+    admin_role: str | None = None
+    # The kind /summon runs when none is chosen; unset: agent when a model is configured, else
+    # demo.
+    default_kind: str | None = None
+    # Point discord.py at another Discord (the emulator, a sandbox): REST base and gateway URL.
+    api_base: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("ERRAND_DISCORD_API_BASE", "ERRAND_BOT_API_BASE"),
+    )
+    gateway_url: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("ERRAND_DISCORD_GATEWAY_URL", "ERRAND_BOT_GATEWAY_URL"),
+    )
+    # Progress edits per message: at most one per interval (Discord allows 5 per 5 s per
+    # channel, and 3 per 6 s for messages older than an hour). Edits coalesce to the latest.
+    edit_interval_seconds: float = Field(default=1.0, ge=0)
+    old_message_edit_interval_seconds: float = Field(default=2.0, ge=0)
+    # Outbox delivery: polling is the fallback for a missed NOTIFY.
+    delivery_poll_seconds: float = Field(default=2.0, gt=0)
+    delivery_lease_seconds: float = Field(default=30.0, gt=0)
+    delivery_max_attempts: int = Field(default=6, ge=1)
+    delivery_retry_base_seconds: float = Field(default=2.0, gt=0)
+    # How long to wait for the /summon answer's message id before threading from a new message.
+    anchor_wait_seconds: float = Field(default=10.0, ge=0)
+    # discord.py waits this long after the last GUILD_CREATE before it is ready.
+    guild_ready_timeout: float = Field(default=2.0, ge=0)
+
+    def resolved_default_kind(self) -> str:
+        """The kind /summon uses when the user names none."""
+        if self.default_kind:
+            return self.default_kind
+        configured = os.environ.get("ERRAND_AGENT_BASE_URL") or os.environ.get(
+            "ERRAND_AGENT_API_KEY"
+        )
+        return "agent" if configured else "demo"

@@ -1,0 +1,124 @@
+"""Outbox delivery: how a transport turns the engine's outbox rows into notices, exactly once.
+
+Every transition of a job with an ``origin`` writes an outbox row in the same statement (see
+``job_transition``) and NOTIFYs ``errand_outbox``. A transport (the Discord bot) claims a job's
+pending rows with a lease, delivers them in order, and records the id of what it created; a
+failed delivery is retried with exponential backoff and full jitter, then dead-lettered with its
+reason. Leases make a crashed transport's rows due again; the transport's own idempotency (e.g.
+Discord's ``enforce_nonce``) covers the window between its effect and :meth:`Outbox.done`.
+
+This module knows nothing about any transport: rows are selected by ``origin.transport``.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+
+from jobs.queries import q
+
+OUTBOX_CHANNEL = "errand_outbox"
+"""NOTIFY channel: a transition wrote an outbox row."""
+PROGRESS_CHANNEL = "errand_progress"
+"""NOTIFY channel: a job's progress changed (payload: its public id)."""
+
+
+@dataclass(frozen=True)
+class OutboxRow:
+    """One notice to deliver: a transition (``payload`` = from, to, reason) of one job."""
+
+    id: int
+    job_id: int
+    event_id: int | None
+    topic: str
+    payload: dict[str, Any]
+    attempts: int
+    created_at: datetime
+    delivered_at: datetime | None
+    dead_at: datetime | None
+    last_error: str | None
+    external_id: str | None
+
+    @classmethod
+    def from_record(cls, r: Any) -> OutboxRow:
+        return cls(**{k: r[k] for k in cls.__dataclass_fields__})
+
+    @property
+    def to_state(self) -> str | None:
+        """The state the transition went to."""
+        value = self.payload.get("to")
+        return str(value) if value is not None else None
+
+
+@dataclass(frozen=True)
+class DueJob:
+    """A job with pending outbox rows."""
+
+    job_id: int
+    public_id: str
+
+
+def retry_delay(attempt: int, *, base: float, cap: float = 600.0) -> float:
+    """Seconds before delivery attempt ``attempt + 1``: exponential, full jitter, capped."""
+    return random.uniform(base / 2, min(cap, base * 2 ** max(0, attempt - 1)))
+
+
+class Outbox:
+    """Claims, delivers, retries and dead-letters the outbox rows of one transport."""
+
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        transport: str,
+        *,
+        lease_seconds: float = 30.0,
+        max_attempts: int = 6,
+        retry_base_seconds: float = 2.0,
+    ) -> None:
+        self.pool = pool
+        self.transport = transport
+        self.lease_seconds = lease_seconds
+        self.max_attempts = max_attempts
+        self.retry_base_seconds = retry_base_seconds
+
+    async def due_jobs(self, limit: int = 100) -> list[DueJob]:
+        """Jobs of this transport with rows due now, oldest first."""
+        rows = await self.pool.fetch(q("outbox_delivery_due_jobs"), self.transport, limit)
+        return [DueJob(r["job_id"], r["public_id"]) for r in rows]
+
+    async def claim(self, job_id: int) -> list[OutboxRow]:
+        """Lease a job's pending rows, in order; empty when none is due or another holds them."""
+        rows = await self.pool.fetch(q("outbox_delivery_claim"), job_id, self.lease_seconds)
+        return sorted((OutboxRow.from_record(r) for r in rows), key=lambda r: r.id)
+
+    async def done(self, row_id: int, external_id: str | None) -> None:
+        """Record a delivery and the id of what the transport created."""
+        await self.pool.execute(q("outbox_delivery_done"), row_id, external_id)
+
+    async def release(self, row_ids: list[int], delay: float) -> None:
+        """Hand rows back without counting an attempt (the transport was not ready)."""
+        if row_ids:
+            await self.pool.execute(q("outbox_delivery_release"), row_ids, delay)
+
+    async def failed(self, row: OutboxRow, error: str) -> bool:
+        """Record a failed delivery: retry later with backoff, or dead-letter.
+
+        Returns:
+            True when the row was dead-lettered.
+        """
+        error = error[:500]
+        if row.attempts >= self.max_attempts:
+            await self.pool.execute(q("outbox_delivery_dead"), row.id, error)
+            return True
+        delay = retry_delay(row.attempts, base=self.retry_base_seconds)
+        await self.pool.execute(q("outbox_delivery_retry"), row.id, delay, error)
+        return False
+
+    async def rows(self, job_id: int) -> list[OutboxRow]:
+        """Every outbox row of a job, oldest first (for status pages)."""
+        records = await self.pool.fetch(q("outbox_delivery_by_job"), job_id)
+        return [OutboxRow.from_record(r) for r in records]

@@ -1,0 +1,53 @@
+-- Outbox delivery: transports claim the notices the engine wrote with each transition, deliver
+-- them and record what they created, retry with backoff, or dead-letter them. Rows of one job
+-- are delivered in order; a job whose oldest row waits (backoff) holds only its own later rows.
+
+-- name: outbox_delivery_due_jobs
+-- Jobs of one transport with a pending outbox row that is due now, oldest first.
+SELECT o.job_id, j.public_id, min(o.id) AS first_id
+FROM outbox o JOIN job j ON j.id = o.job_id
+WHERE o.delivered_at IS NULL AND o.dead_at IS NULL AND o.available_at <= now()
+  AND j.origin ->> 'transport' = $1
+GROUP BY o.job_id, j.public_id
+ORDER BY min(o.id)
+LIMIT $2;
+
+-- name: outbox_delivery_claim
+-- Lease the pending rows of one job (when its oldest pending row is due), in id order.
+WITH pending AS (
+    SELECT id, available_at FROM outbox
+    WHERE job_id = $1 AND delivered_at IS NULL AND dead_at IS NULL
+    ORDER BY id
+    FOR UPDATE SKIP LOCKED
+), gate AS (
+    SELECT available_at <= now() AS due FROM pending ORDER BY id LIMIT 1
+)
+UPDATE outbox o SET available_at = now() + make_interval(secs => $2), attempts = o.attempts + 1
+FROM pending p
+WHERE o.id = p.id AND (SELECT due FROM gate)
+RETURNING o.*;
+
+-- name: outbox_delivery_done
+-- Record a delivery and what the transport created (e.g. the Discord message id).
+UPDATE outbox SET delivered_at = now(), external_id = $2, last_error = NULL
+WHERE id = $1 AND delivered_at IS NULL;
+
+-- name: outbox_delivery_retry
+-- Put a row back for a later try (backoff), keeping the error; counts as a failed attempt.
+UPDATE outbox SET available_at = now() + make_interval(secs => $2), last_error = $3
+WHERE id = $1 AND delivered_at IS NULL AND dead_at IS NULL;
+
+-- name: outbox_delivery_release
+-- Hand leased rows back without counting an attempt (the transport was not ready yet).
+UPDATE outbox SET available_at = now() + make_interval(secs => $2),
+                  attempts = greatest(attempts - 1, 0)
+WHERE id = ANY($1::bigint[]) AND delivered_at IS NULL AND dead_at IS NULL;
+
+-- name: outbox_delivery_dead
+-- Give up on a row: dead-lettered with the reason, visible in status and the CLI.
+UPDATE outbox SET dead_at = now(), last_error = $2
+WHERE id = $1 AND delivered_at IS NULL AND dead_at IS NULL;
+
+-- name: outbox_delivery_by_job
+-- A job's outbox rows, oldest first (delivery state for status pages).
+SELECT * FROM outbox WHERE job_id = $1 ORDER BY id;

@@ -1,0 +1,195 @@
+"""End-to-end fixtures: the Discord emulator, a real PostgreSQL, a real worker and the real bot.
+
+Every part is the production one: ``bot.client.ErrandBot`` (discord.py) connected to the
+emulator, ``jobs.worker.Worker`` in-process with short leases, and a cloned test database. Only
+the timings are shortened (edit pacing, polling, leases), never the rules.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+import pytest
+
+from bot.client import ErrandBot
+from bot.settings import BotSettings
+from discord_emulator import Emulator, InteractionHandle, Message
+from discord_emulator.state import Channel, User
+from discord_emulator.testing import World, fast_config, make_world, running_bot
+from jobs.kinds import Registry
+from jobs.model import JobView
+from jobs.settings import WorkerSettings
+from jobs.store import JobStore
+from jobs.worker import Worker
+
+FAST_WORKER = WorkerSettings(
+    lease_seconds=2.0,
+    heartbeat_seconds=0.2,
+    poll_seconds=0.1,
+    reaper_seconds=0.2,
+    cancel_grace_seconds=1.0,
+    shutdown_grace_seconds=1.0,
+)
+
+STATE = re.compile(r"\*\*(queued|running|cancelling|succeeded|failed|cancelled|unknown)\*\*")
+JOB_ID = re.compile(r"Job `([a-z0-9]+)`")
+
+
+def fast_bot_settings(**overrides: Any) -> BotSettings:
+    """Bot settings for tests: Discord's rules, shorter waits."""
+    values: dict[str, Any] = {
+        "token": None,
+        "dev_guild": None,
+        "default_kind": "demo",
+        "edit_interval_seconds": 0.1,
+        "old_message_edit_interval_seconds": 0.2,
+        "delivery_poll_seconds": 0.2,
+        "delivery_lease_seconds": 1.0,
+        "delivery_max_attempts": 3,
+        "delivery_retry_base_seconds": 0.1,
+        "anchor_wait_seconds": 1.0,
+        "guild_ready_timeout": 0.05,
+    }
+    values.update(overrides)
+    return BotSettings(_env_file=None, **values)  # type: ignore[call-arg]
+
+
+def state_of(content: str) -> str | None:
+    """The job state a progress rendering shows (its first bold word)."""
+    match = STATE.search(content)
+    return match[1] if match else None
+
+
+@dataclass
+class Errand:
+    """The system under test and helpers to drive it."""
+
+    emu: Emulator
+    world: World
+    store: JobStore
+    pool: asyncpg.Pool
+    dsn: str
+    registry: Registry
+    bot: ErrandBot | None = None
+
+    def new_bot(self, **overrides: Any) -> ErrandBot:
+        return ErrandBot(store=self.store, dsn=self.dsn, settings=fast_bot_settings(**overrides),
+                         registry=self.registry)
+
+    async def summon(
+        self,
+        task: str = "count to three",
+        *,
+        user: User | None = None,
+        channel: Channel | None = None,
+        **options: Any,
+    ) -> tuple[InteractionHandle, str]:
+        """Run /summon and return the handle and the job id from the answer."""
+        opts = {"task": task, "kind": "demo", "params": "steps=2 step_seconds=0.1"} | options
+        opts = {k: v for k, v in opts.items() if v is not None}
+        handle = await self.emu.invoke_slash(user or self.world.alice,
+                                             channel or self.world.channel, "summon", opts)
+        answer = await handle.wait_original()
+        match = JOB_ID.search(answer.content)
+        assert match, answer.content
+        return handle, match[1]
+
+    async def job(self, public_id: str) -> JobView:
+        return await self.store.get(public_id)
+
+    async def thread_of(self, public_id: str) -> int:
+        """The thread id bound to a job, once delivery made it."""
+        async def bound() -> int | None:
+            return await self.pool.fetchval(  # type: ignore[no-any-return]
+                "SELECT b.thread_id::bigint FROM discord_binding b JOIN job j ON j.id = b.job_id "
+                "WHERE j.public_id = $1 AND b.progress_message_id IS NOT NULL", public_id)
+        return await poll(bound)
+
+    async def progress_message(self, public_id: str) -> Message:
+        """The job's progress message (the latest one, should it have been re-posted)."""
+        mid = await poll(lambda: self.pool.fetchval(
+            "SELECT b.progress_message_id::bigint FROM discord_binding b JOIN job j "
+            "ON j.id = b.job_id WHERE j.public_id = $1", public_id))
+        return self.emu.message(mid)
+
+    async def wait_progress_state(self, public_id: str, state: str, timeout: float = 10) -> Message:  # noqa: ASYNC109
+        msg = await self.progress_message(public_id)
+        return await self.emu.wait_until(
+            lambda: msg if state_of(self.emu.message(msg.id).content) == state else None,
+            timeout,
+        )
+
+    def notices(self, thread_id: int) -> list[Message]:
+        """Messages in the thread that mention someone: the notices."""
+        return [m for m in self.emu.history(thread_id)
+                if m.content.startswith("<@") and not m.deleted]
+
+
+async def poll(fn: Callable[[], Any], timeout: float = 10.0, every: float = 0.02) -> Any:  # noqa: ASYNC109
+    """Wait until ``fn()`` (sync or async) returns something truthy, and return it."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        value = fn()
+        if asyncio.iscoroutine(value):
+            value = await value
+        if value:
+            return value
+        if asyncio.get_running_loop().time() > deadline:
+            raise TimeoutError("condition not met in time")
+        await asyncio.sleep(every)
+
+
+@pytest.fixture
+async def emu() -> AsyncIterator[Emulator]:
+    async with Emulator(fast_config()) as emulator:
+        emulator.create_application("Errand")
+        yield emulator
+
+
+@pytest.fixture
+def world(emu: Emulator) -> World:
+    return make_world(emu)
+
+
+@contextlib.asynccontextmanager
+async def running_worker(store: JobStore, registry: Registry, dsn: str) -> AsyncIterator[Worker]:
+    """An in-process worker with short leases, stopped (gracefully) on exit."""
+    worker = Worker(store, registry, FAST_WORKER, dsn=dsn)
+    stop = asyncio.Event()
+    task = asyncio.create_task(worker.run(stop))
+    await asyncio.wait_for(worker.ready.wait(), 5)
+    try:
+        yield worker
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 10)
+
+
+@pytest.fixture
+def errand(
+    emu: Emulator, world: World, store: JobStore, pool: asyncpg.Pool, db_dsn: str,
+    registry: Registry,
+) -> Errand:
+    """The parts, not yet running."""
+    return Errand(emu, world, store, pool, db_dsn, registry)
+
+
+@pytest.fixture
+async def worker(errand: Errand) -> AsyncIterator[Worker]:
+    async with running_worker(errand.store, errand.registry, errand.dsn) as w:
+        yield w
+
+
+@pytest.fixture
+async def bot(errand: Errand) -> AsyncIterator[ErrandBot]:
+    """The bot, connected to the emulator."""
+    client = errand.new_bot()
+    async with running_bot(errand.emu, client):
+        errand.bot = client
+        yield client
