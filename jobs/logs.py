@@ -24,8 +24,11 @@ def _redact(_: Any, __: str, event_dict: MutableMapping[str, Any]) -> MutableMap
     return event_dict
 
 
-def configure(level: str = "info", fmt: str = "auto") -> None:
-    """Configure structlog and the stdlib root logger once per process."""
+def configure(level: str = "info", fmt: str = "auto", *, cache: bool = True) -> None:
+    """Configure structlog and the stdlib root logger once per process.
+
+    ``cache=False`` keeps loggers re-reading the configuration (tests that reconfigure).
+    """
     use_console = fmt == "console" or (fmt == "auto" and sys.stderr.isatty())
     renderer: Any = (
         structlog.dev.ConsoleRenderer() if use_console else structlog.processors.JSONRenderer()
@@ -42,7 +45,7 @@ def configure(level: str = "info", fmt: str = "auto") -> None:
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
         logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
-        cache_logger_on_first_use=True,
+        cache_logger_on_first_use=cache,
     )
     logging.basicConfig(level=max(numeric, logging.WARNING), stream=sys.stderr)
 

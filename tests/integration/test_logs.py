@@ -34,7 +34,7 @@ async def test_handler_logs_carry_job_and_attempt_ids_and_no_secrets(
     registry = Registry()
     registry.add(Kind("chatty", chatty, Nothing))
     store = JobStore(pool, registry)
-    configure("info", "json")
+    configure("info", "json", cache=False)  # cached loggers would outlive capsys
     try:
         job, _ = await store.submit("chatty", {}, requester="a")
         async with running_worker(store, registry, db_dsn, tmp_path):
