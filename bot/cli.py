@@ -2,7 +2,26 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
 from jobs.cli import app
+
+
+@app.command()
+def sandbox(
+    data_dir: Annotated[
+        Path | None, typer.Option(help="Where jobs and the local Discord live.")
+    ] = None,
+    host: Annotated[str, typer.Option(help="Address of the page.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port of the page.")] = 8765,
+) -> None:
+    """Try Errand in a browser: the bot, a worker and a local Discord, no setup needed."""
+    from bot.sandbox import main as run_sandbox
+
+    run_sandbox(data_dir, host, port)
 
 
 def _serve(with_worker: bool) -> None:

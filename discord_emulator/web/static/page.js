@@ -44,12 +44,21 @@ function mention(id) {
   return `<span class="mention">@${escapeHtml(user ? user.name : id)}</span>`;
 }
 
+function channelMention(id) {
+  const all = page.world ? page.world.channels.flatMap((c) => [c, ...c.threads]) : [];
+  const channel = all.find((c) => c.id === id);
+  const name = channel ? channel.name : id;
+  return `<button type="button" class="thread-link inline" data-thread="${id}">#${escapeHtml(name)}</button>`;
+}
+
 function markdown(text) {
   return escapeHtml(text || "")
     .replace(/&lt;t:(\d+)(?::([tTdDfFR]))?&gt;/g, (_, s, style) => `<time class="ts" data-ts="${s}">${
       style === "R" ? relative(Number(s))
         : new Date(Number(s) * 1000).toLocaleString([], TIMESTAMP_STYLES[style || "f"])}</time>`)
     .replace(/&lt;@!?(\d+)&gt;/g, (_, id) => mention(id))
+    .replace(/&lt;#(\d+)&gt;/g, (_, id) => channelMention(id))
+    .replace(/^&gt; (.*)$/gm, '<span class="quote">$1</span>')
     .replace(/`([^`]+)`/g, "<code>$1</code>")
     .replace(/\*\*([^*]+)\*\*/g, "<b>$1</b>")
     .replace(/(^|\W)\*([^*]+)\*(?=\W|$)/g, "$1<i>$2</i>")

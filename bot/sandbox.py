@@ -1,0 +1,224 @@
+"""``errand sandbox``: the whole of Errand in one process against a local Discord, with a chat page.
+
+One command starts embedded PostgreSQL, the Discord emulator (serving the chat page on the same
+port), the bot and a worker, all in one data directory (``<ERRAND_DATA_DIR>/sandbox`` unless
+``--data-dir``):
+
+* ``pgdata/`` — the embedded database: jobs survive a restart of the sandbox;
+* ``discord.json`` — the emulator's world (guild, channels, threads, users, every version of
+  every message, registered commands, the bot token), so the page shows the same history and the
+  bot's stored message ids stay valid after a restart;
+* ``assets/`` — large job assets.
+
+Nothing needs configuring: ``/summon`` runs the ``demo`` kind (``agent`` when model settings
+are present), and the ``command`` kind uses the example catalog shipped with Errand unless
+``ERRAND_COMMAND_CATALOG`` is set. Ctrl-C (or SIGTERM) stops everything cleanly; a second one
+stops at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from pydantic import SecretStr
+
+from discord_emulator import Emulator, EmulatorConfig, User
+from discord_emulator.persist import WorldFile
+from discord_emulator.web import PageConfig, serve_page
+from jobs.app import Engine, open_engine
+from jobs.logs import configure, get_logger
+from jobs.settings import Settings
+from jobs.worker import Worker
+
+log = get_logger("sandbox")
+
+GUILD_NAME = "Errand Sandbox"
+VIEWERS = ("alice", "bob")
+WORLD_FILE = "discord.json"
+
+
+@dataclass
+class SandboxWorld:
+    """The parts of the emulated world the sandbox needs by name."""
+
+    guild_id: int
+    viewers: list[User]
+
+
+def build_world(emu: Emulator) -> SandboxWorld:
+    """A first start's world: the Errand application, a guild with ``#general`` and a
+    ``#reports`` forum, two members (alice and bob) and their DMs with the bot."""
+    emu.create_application("Errand")
+    guild = emu.create_guild(GUILD_NAME)
+    emu.create_channel(guild, "general", topic="Try /summon task:count to five")
+    emu.create_forum(guild, "reports")
+    viewers = []
+    for name in VIEWERS:
+        user = emu.create_user(name)
+        emu.add_member(guild, user)
+        emu.create_dm(user)
+        viewers.append(user)
+    return SandboxWorld(guild.id, viewers)
+
+
+def find_world(emu: Emulator) -> SandboxWorld:
+    """The sandbox's guild and viewers in a world loaded from disk.
+
+    Raises:
+        RuntimeError: the world file is not one the sandbox wrote.
+    """
+    guild = next((g for g in emu.state.guilds.values() if g.name == GUILD_NAME), None)
+    by_name = {u.username: u for u in emu.state.users.values() if not u.bot}
+    if guild is None or emu.application is None or any(n not in by_name for n in VIEWERS):
+        raise RuntimeError("the saved Discord world is not a sandbox's; use another --data-dir")
+    return SandboxWorld(guild.id, [by_name[n] for n in VIEWERS])
+
+
+def example_catalog() -> Path | None:
+    """The example command catalog: the checkout's, else the copy shipped in the wheel."""
+    from jobs.command import default_catalog_path
+
+    checkout = default_catalog_path()
+    if checkout.exists():
+        return checkout
+    shipped = resources.files("bot").joinpath("_examples", "commands.toml")
+    return Path(str(shipped)) if shipped.is_file() else None
+
+
+def sandbox_settings(data_dir: Path) -> Settings:
+    """Engine settings rooted in the sandbox's data directory (a set ``DATABASE_URL`` wins)."""
+    if not os.environ.get("ERRAND_COMMAND_CATALOG"):
+        catalog = example_catalog()
+        if catalog is not None:
+            # Read by the command kind's own settings, in this process.
+            os.environ["ERRAND_COMMAND_CATALOG"] = str(catalog)
+    settings = Settings()
+    settings.data_dir = data_dir
+    if settings.db.url is None:
+        settings.db.data_dir = data_dir / "pgdata"
+    # Ctrl-C should feel prompt; running jobs are released and resume on the next start.
+    settings.worker.shutdown_grace_seconds = min(settings.worker.shutdown_grace_seconds, 3.0)
+    return settings
+
+
+@asynccontextmanager
+async def running_emulator(
+    data_dir: Path, host: str, port: int
+) -> AsyncIterator[tuple[Emulator, SandboxWorld]]:
+    """The emulator with its world loaded from (and saved to) ``data_dir``, serving the page."""
+    emu = Emulator(EmulatorConfig(host=host, port=port))
+    world_file = WorldFile(emu, data_dir / WORLD_FILE)
+    world = find_world(emu) if world_file.load() else build_world(emu)
+    serve_page(emu, PageConfig(viewers=[u.id for u in world.viewers], title=GUILD_NAME))
+    await emu.start()
+    try:
+        await world_file.start()
+        try:
+            yield emu, world
+        finally:
+            await world_file.stop()
+    finally:
+        await emu.stop()
+
+
+async def run_bot(
+    emu: Emulator, world: SandboxWorld, engine: Engine, stop: asyncio.Event
+) -> None:
+    """Run the Errand bot against ``emu`` until ``stop`` is set."""
+    from bot.client import run
+    from bot.settings import BotSettings
+
+    assert emu.application is not None
+    bot_settings = BotSettings(
+        token=SecretStr(emu.application.token),
+        dev_guild=world.guild_id,
+        api_base=emu.api_base,
+        gateway_url=emu.gateway_url,
+        guild_ready_timeout=0.1,
+    )
+    await run(bot_settings, stop, engine=engine)
+
+
+async def run_sandbox(
+    data_dir: Path,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    stop: asyncio.Event,
+    hard: asyncio.Event | None = None,
+) -> None:
+    """Run emulator, page, engine, worker and bot until ``stop`` is set (``hard``: stop running
+    jobs at once instead of giving them the shutdown grace)."""
+    settings = sandbox_settings(data_dir)
+    async with (
+        running_emulator(data_dir, host, port) as (emu, world),
+        open_engine(settings, pool_max=settings.db.pool_max) as engine,
+    ):
+        worker = Worker(
+            engine.store,
+            engine.registry,
+            settings.worker,
+            dsn=engine.dsn,
+            assets_dir=settings.assets_dir,
+        )
+        tasks = [
+            asyncio.create_task(worker.run(stop, hard), name="sandbox-worker"),
+            asyncio.create_task(run_bot(emu, world, engine, stop), name="sandbox-bot"),
+        ]
+        print(
+            f"Errand sandbox: open {emu.base_url}/ (data: {data_dir}; Ctrl-C to stop)",
+            flush=True,
+        )
+        try:
+            done, _ = await asyncio.wait(
+                [asyncio.create_task(stop.wait()), *tasks],
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+            for task in done:
+                if task in tasks:
+                    task.result()  # a part died: surface why, and stop the rest
+        finally:
+            stop.set()
+            results = await asyncio.gather(*tasks, return_exceptions=True)
+            for result in results:
+                if isinstance(result, BaseException) and not isinstance(
+                    result, asyncio.CancelledError
+                ):
+                    log.error("sandbox.part_failed", error=repr(result))
+
+
+def main(data_dir: Path | None, host: str, port: int) -> None:
+    """Run the sandbox in the foreground until SIGINT/SIGTERM."""
+    settings = Settings()
+    level = settings.log_level if os.environ.get("ERRAND_LOG_LEVEL") else "warning"
+    configure(level, settings.log_format)
+    root = (data_dir or settings.data_dir / "sandbox").expanduser().resolve()
+    root.mkdir(parents=True, exist_ok=True)
+
+    async def go() -> None:
+        stop, hard = asyncio.Event(), asyncio.Event()
+        loop = asyncio.get_running_loop()
+
+        def on_signal() -> None:
+            if stop.is_set():
+                print("Errand sandbox: stopping now", file=sys.stderr, flush=True)
+                hard.set()
+                return
+            print("Errand sandbox: stopping (Ctrl-C again to force)", file=sys.stderr, flush=True)
+            stop.set()
+
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, on_signal)
+        await run_sandbox(root, host=host, port=port, stop=stop, hard=hard)
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(go())
