@@ -20,7 +20,11 @@ import asyncio
 import os
 import sys
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
+
+import asyncpg
 
 from bench.common import fresh_db, quantile, server_dsn
 from jobs.db import create_pool
@@ -87,51 +91,59 @@ async def noop_throughput(server: str, n: int) -> None:
     await pool.close()
 
 
-async def start_latency(server: str, n: int) -> None:
-    dsn = await fresh_db(server, "errand_bench_latency")
+@asynccontextmanager
+async def idle_worker(server: str, name: str) -> AsyncIterator[tuple[asyncpg.Pool, JobStore]]:
+    """A fresh database with one idle worker process listening on it."""
+    dsn = await fresh_db(server, name)
     pool = await create_pool(dsn, max_size=2)
-    store = JobStore(pool, default_registry())
-    proc = await start_worker(dsn, ERRAND_WORKER_POLL_SECONDS="30")
+    proc = await start_worker(dsn, ERRAND_WORKER_POLL_SECONDS="30")  # NOTIFY, not polling
     await asyncio.sleep(2)  # let the worker start and LISTEN
-    latencies = []
-    for _ in range(n):
-        job, _ = await store.submit("noop", {}, requester="bench", origin=ORIGIN)
-        while (await store.get(job.public_id)).state.value != "succeeded":  # noqa: ASYNC110
-            await asyncio.sleep(0.002)
-        delta = await pool.fetchval(
-            "SELECT extract(epoch FROM a.started_at - j.created_at) FROM job j "
-            "JOIN attempt a ON a.job_id = j.id WHERE j.id = $1", job.id)
-        latencies.append(float(delta) * 1000)
-        await asyncio.sleep(0.01)  # idle between jobs
-    print(f"idle enqueue-to-start latency over {n} jobs: p50 {quantile(latencies, 0.5):.2f} ms, "
+    try:
+        yield pool, JobStore(pool, default_registry())
+    finally:
+        await stop_worker(proc)
+        await pool.close()
+
+
+async def until(store: JobStore, public_id: str, state: str) -> None:
+    while (await store.get(public_id)).state.value != state:  # noqa: ASYNC110
+        await asyncio.sleep(0.002)
+
+
+def report(what: str, latencies: list[float]) -> None:
+    print(f"{what} over {len(latencies)} jobs: p50 {quantile(latencies, 0.5):.2f} ms, "
           f"p99 {quantile(latencies, 0.99):.2f} ms, max {max(latencies):.2f} ms")
-    await stop_worker(proc)
-    await pool.close()
+
+
+async def start_latency(server: str, n: int) -> None:
+    latencies = []
+    async with idle_worker(server, "errand_bench_latency") as (pool, store):
+        for _ in range(n):
+            job, _ = await store.submit("noop", {}, requester="bench", origin=ORIGIN)
+            await until(store, job.public_id, "succeeded")
+            delta = await pool.fetchval(
+                "SELECT extract(epoch FROM a.started_at - j.created_at) FROM job j "
+                "JOIN attempt a ON a.job_id = j.id WHERE j.id = $1", job.id)
+            latencies.append(float(delta) * 1000)
+            await asyncio.sleep(0.01)  # idle between jobs
+    report("idle enqueue-to-start latency", latencies)
 
 
 async def cancel_latency(server: str, n: int) -> None:
-    dsn = await fresh_db(server, "errand_bench_cancel")
-    pool = await create_pool(dsn, max_size=2)
-    store = JobStore(pool, default_registry())
-    proc = await start_worker(dsn, ERRAND_WORKER_POLL_SECONDS="30")
-    await asyncio.sleep(2)
     latencies = []
-    for _ in range(n):
-        job, _ = await store.submit("sleep", {"seconds": 60}, requester="bench", origin=ORIGIN)
-        while (await store.get(job.public_id)).state.value != "running":  # noqa: ASYNC110
-            await asyncio.sleep(0.002)
-        await store.cancel(job.public_id, by="bench")
-        while (await store.get(job.public_id)).state.value != "cancelled":  # noqa: ASYNC110
-            await asyncio.sleep(0.002)
-        delta = await pool.fetchval(
-            "SELECT extract(epoch FROM max(at) FILTER (WHERE to_state = 'cancelled') "
-            "- max(at) FILTER (WHERE to_state = 'cancelling')) FROM event WHERE job_id = $1",
-            job.id)
-        latencies.append(float(delta) * 1000)
-    print(f"cancel request-to-observed latency over {n} jobs: p50 {quantile(latencies, 0.5):.2f}"
-          f" ms, p99 {quantile(latencies, 0.99):.2f} ms")
-    await stop_worker(proc)
-    await pool.close()
+    async with idle_worker(server, "errand_bench_cancel") as (pool, store):
+        for _ in range(n):
+            job, _ = await store.submit("sleep", {"seconds": 60}, requester="bench",
+                                        origin=ORIGIN)
+            await until(store, job.public_id, "running")
+            await store.cancel(job.public_id, by="bench")
+            await until(store, job.public_id, "cancelled")
+            delta = await pool.fetchval(
+                "SELECT extract(epoch FROM max(at) FILTER (WHERE to_state = 'cancelled') "
+                "- max(at) FILTER (WHERE to_state = 'cancelling')) FROM event WHERE job_id = $1",
+                job.id)
+            latencies.append(float(delta) * 1000)
+    report("cancel request-to-observed latency", latencies)
 
 
 async def main() -> None:

@@ -13,6 +13,7 @@ import contextlib
 import os
 import secrets
 import socket
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -69,6 +70,7 @@ class Worker:
         self.assets_dir = assets_dir or default_data_dir() / "assets"
         self.running: dict[int, _Running] = {}
         self._wake = asyncio.Event()
+        self._early_cancels: dict[int, float] = {}  # attempt id -> when its cancel arrived
         self._stopping = asyncio.Event()
         self._finished: list[Finish] = []
         self._flush = asyncio.Event()
@@ -151,9 +153,19 @@ class Worker:
 
     def _on_cancel(self, _conn: Any, _pid: int, _channel: str, payload: object) -> None:
         text = str(payload)
-        item = self.running.get(int(text)) if text.isdigit() else None
+        if not text.isdigit():
+            return
+        item = self.running.get(int(text))
         if item is not None:
             item.ctx.request_stop("cancel")
+            return
+        # The claim's COMMIT makes the job visible as running before this worker has registered
+        # the attempt; a cancel in that gap must not wait for the next heartbeat. Cancels of
+        # other workers' attempts land here too, so entries are kept only briefly.
+        now = time.monotonic()
+        self._early_cancels[int(text)] = now
+        if len(self._early_cancels) > 1000:
+            self._early_cancels = {a: t for a, t in self._early_cancels.items() if now - t < 60}
 
     # -- loops ----------------------------------------------------------------------------
 
@@ -242,6 +254,8 @@ class Worker:
         )
         task = asyncio.create_task(self._run(claim, ctx), name=f"job:{claim.public_id}")
         self.running[claim.attempt_id] = _Running(claim, ctx, task)
+        if self._early_cancels.pop(claim.attempt_id, None) is not None:
+            ctx.request_stop("cancel")
 
     async def _run(self, claim: Claim, ctx: Context) -> None:
         structlog.contextvars.bind_contextvars(job_id=claim.public_id, attempt_id=claim.attempt_id)
