@@ -83,6 +83,7 @@ class Delivery:
         self._stopping = False
         self._last_edit: dict[int, float] = {}
         self._lookups: set[asyncio.Task[None]] = set()
+        self._channel_locks: dict[int, asyncio.Lock] = {}
         self.stats = {"edits": 0, "posts": 0, "notices": 0, "failures": 0}
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -260,19 +261,23 @@ class Delivery:
                 guild_id=int(binding["guild_id"]) if binding["guild_id"] else None,
             )
             anchor = binding["anchor_message_id"]
-            if anchor is None:
-                msg = await parent.send(f"Job `{job.public_id}` ({job.kind})",
-                                        nonce=f"a{job.public_id}")
-                anchor = str(msg.id)
-            try:
-                thread = await parent.get_partial_message(int(anchor)).create_thread(
-                    name=name, auto_archive_duration=1440
-                )
-                thread_id = str(thread.id)
-            except discord.HTTPException as exc:
-                if exc.code != THREAD_ALREADY_CREATED:
-                    raise
-                thread_id = str(anchor)  # a thread started from a message has its id
+            # One request at a time per channel here: discord.py then knows the bucket (10
+            # threads per 10 s per channel) from the previous answer and waits, instead of
+            # sending a burst that Discord answers with 429s.
+            async with self._channel_locks.setdefault(channel_id, asyncio.Lock()):
+                if anchor is None:  # the /summon answer was never recorded: post an anchor
+                    msg = await parent.send(f"Job `{job.public_id}` ({job.kind})",
+                                            nonce=f"a{job.public_id}")
+                    anchor = str(msg.id)
+                try:
+                    thread = await parent.get_partial_message(int(anchor)).create_thread(
+                        name=name, auto_archive_duration=1440
+                    )
+                    thread_id = str(thread.id)
+                except discord.HTTPException as exc:
+                    if exc.code != THREAD_ALREADY_CREATED:
+                        raise
+                    thread_id = str(anchor)  # a thread started from a message has its id
         elif ctype in FORUMS:
             forum = self.bot.get_channel(channel_id) or await self.bot.fetch_channel(channel_id)
             assert isinstance(forum, discord.ForumChannel)

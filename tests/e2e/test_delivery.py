@@ -1,0 +1,137 @@
+"""Notices that are never lost: restarts, a dead destination, the Cancel button after a
+restart, and 100 jobs at once in one channel."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+
+from bot.client import ErrandBot
+from discord_emulator import permissions as P
+from discord_emulator.testing import running_bot
+from jobs.worker import Worker
+
+from .conftest import Errand, poll, state_of
+
+
+async def test_a_notice_written_while_the_bot_was_down_is_delivered_once_after_restart(
+    errand: Errand, worker: Worker
+) -> None:
+    """The job ends while no bot runs; the next bot delivers the terminal edit and exactly one
+    notice, and a third start delivers nothing more."""
+    first = errand.new_bot()
+    async with running_bot(errand.emu, first):
+        errand.bot = first
+        _, job_id = await errand.summon(params="steps=1 step_seconds=0.5")
+        thread_id = await errand.thread_of(job_id)
+    await poll(lambda: _state(errand, job_id, "succeeded"))
+    assert errand.notices(thread_id) == []
+    for _ in range(2):
+        again = errand.new_bot()
+        async with running_bot(errand.emu, again):
+            await errand.wait_progress_state(job_id, "succeeded")
+            await poll(lambda: errand.notices(thread_id))
+            await asyncio.sleep(0.5)
+    assert len(errand.notices(thread_id)) == 1
+    pending = await errand.pool.fetchval(
+        "SELECT count(*) FROM outbox WHERE delivered_at IS NULL")
+    assert pending == 0
+
+
+async def _state(errand: Errand, job_id: str, state: str) -> bool:
+    return (await errand.job(job_id)).state.value == state
+
+
+async def test_the_cancel_button_works_after_a_restart(errand: Errand, worker: Worker) -> None:
+    """A button posted by one bot process is handled by the next one (DynamicItem)."""
+    first = errand.new_bot()
+    async with running_bot(errand.emu, first):
+        errand.bot = first
+        _, job_id = await errand.summon(params="steps=1 step_seconds=60")
+        msg = await errand.wait_progress_state(job_id, "running")
+    second = errand.new_bot()
+    async with running_bot(errand.emu, second):
+        click = await errand.emu.click(errand.world.alice, errand.emu.message(msg.id),
+                                       f"errand:cancel:{job_id}")
+        answer = await click.wait_original()
+        assert answer.ephemeral
+        assert answer.content.startswith(f"Asked job `{job_id}` to stop")
+        await errand.wait_progress_state(job_id, "cancelled")
+        assert errand.emu.message(msg.id).components == []
+    assert (await errand.job(job_id)).state.value == "cancelled"
+
+
+async def test_an_undeliverable_notice_is_retried_then_dead_lettered_without_blocking_others(
+    errand: Errand, bot: ErrandBot, worker: Worker
+) -> None:
+    """The bot loses Send Messages in Threads in one channel: that job's notice is retried with
+    backoff, dead-lettered with its reason (shown by /job status), while a job in another
+    channel is delivered normally."""
+    emu, world = errand.emu, errand.world
+    other = emu.create_channel(world.guild, "other")
+    _, blocked = await errand.summon(params="steps=1 step_seconds=0.3")
+    await errand.wait_progress_state(blocked, "running")
+    emu.set_overwrite(world.channel, emu.bot_user, deny=P.SEND_MESSAGES_IN_THREADS)
+    _, fine = await errand.summon(channel=other, params="steps=1 step_seconds=0.3")
+    await errand.wait_progress_state(fine, "succeeded")
+    fine_thread = await errand.thread_of(fine)
+    assert len(await poll(lambda: errand.notices(fine_thread))) == 1
+
+    row = await poll(lambda: errand.pool.fetchrow(
+        "SELECT o.* FROM outbox o JOIN job j ON j.id = o.job_id WHERE j.public_id = $1 "
+        "AND o.payload->>'to' = 'succeeded' AND o.dead_at IS NOT NULL", blocked))
+    assert row["attempts"] == 3
+    assert "403" in row["last_error"]
+    assert "50013" in row["last_error"]
+    assert errand.notices(await errand.thread_of(blocked)) == []
+    handle = await emu.invoke_slash(world.alice, world.channel, "job status", {"id": blocked})
+    page = (await handle.wait_original()).content
+    assert "Notice (succeeded) not delivered: 403 50013" in page
+
+
+async def test_a_hundred_jobs_in_one_channel_all_end_terminal_without_429_storms(
+    errand: Errand, bot: ErrandBot, worker: Worker
+) -> None:
+    """100 concurrent /summon: every answer comes fast, every progress message ends in its
+    terminal state, and no route gets more than one 429."""
+    started = time.perf_counter()
+
+    async def one(n: int) -> tuple[str, float]:
+        t0 = time.perf_counter()
+        _, job_id = await errand.summon(f"job {n}", params="steps=2 step_seconds=0.2")
+        return job_id, time.perf_counter() - t0
+
+    results = await asyncio.gather(*(one(n) for n in range(100)))
+    acks = sorted(t for _, t in results)
+    assert acks[98] < 3.0, f"p99 ack {acks[98]:.2f}s"
+    ids = [job_id for job_id, _ in results]
+    assert len(set(ids)) == 100
+
+    async def all_terminal() -> bool:
+        done = 0
+        for job_id in ids:
+            mid = await errand.pool.fetchval(
+                "SELECT b.progress_message_id::bigint FROM discord_binding b JOIN job j "
+                "ON j.id = b.job_id WHERE j.public_id = $1", job_id)
+            if mid and state_of(errand.emu.message(mid).content) == "succeeded":
+                done += 1
+        return done == 100
+
+    await poll(all_terminal, timeout=60, every=0.2)
+    assert time.perf_counter() - started < 60
+    limited = Counter(r.route or r.path for r in errand.emu.request_log(status=429))
+    assert all(n <= 1 for n in limited.values()), limited
+    notices = await poll(lambda: _notice_count(errand, ids), timeout=20)
+    assert notices == 100
+
+
+async def _notice_count(errand: Errand, ids: list[str]) -> int | None:
+    count = await errand.pool.fetchval(
+        "SELECT count(*) FROM outbox o JOIN job j ON j.id = o.job_id "
+        "WHERE j.public_id = ANY($1) AND o.payload->>'to' = 'succeeded' "
+        "AND o.delivered_at IS NOT NULL", ids)
+    return int(count) if count == 100 else None
+
+
+
