@@ -40,11 +40,13 @@ def bot_env(errand: Errand, tmp_path: Path, token: str | None) -> dict[str, str]
 
 
 @asynccontextmanager
-async def bot_process(errand: Errand, tmp_path: Path) -> AsyncIterator[asyncio.subprocess.Process]:
-    """``errand bot`` in a subprocess, connected (answers /job list) before yielding."""
+async def bot_process(
+    errand: Errand, tmp_path: Path, command: str = "bot"
+) -> AsyncIterator[asyncio.subprocess.Process]:
+    """``errand bot`` (or ``run``) in a subprocess, connected (answers /job list) first."""
     assert errand.emu.application is not None
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", ENTRY, "bot",
+        sys.executable, "-c", ENTRY, command,
         env=bot_env(errand, tmp_path, errand.emu.application.token),
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
     )
@@ -140,3 +142,13 @@ async def test_a_missing_or_refused_token_is_one_line_and_exit_code_2(
         assert len(lines) == 1, err.decode()
         assert "DISCORD_TOKEN" in lines[0]
         assert "s3cr3t" not in (out + err).decode()
+
+
+async def test_errand_run_is_the_bot_and_a_worker_in_one_process(
+    errand: Errand, tmp_path: Path
+) -> None:
+    """With ``errand run`` and no other worker, a summoned job runs to its notice."""
+    async with bot_process(errand, tmp_path, "run"):
+        _, job_id = await errand.summon(params="steps=2 step_seconds=0.1")
+        await errand.wait_progress_state(job_id, "succeeded", timeout=20)
+        await _delivered_once(errand, job_id)

@@ -6,7 +6,6 @@ import time
 from datetime import datetime
 
 from bot.client import ErrandBot
-from discord_emulator import permissions as P
 from jobs.worker import Worker
 
 from .conftest import Errand, poll, running_worker, state_of
@@ -133,11 +132,3 @@ async def test_a_forum_channel_gets_a_post_per_job(
     assert post.parent_id == forum.id
     assert msg.id == post.id  # the post's first message
 
-
-async def test_progress_uses_no_permission_it_was_not_given(errand: Errand) -> None:
-    """The permissions docs/discord.md lists are the ones the default bot role has."""
-    needed = (P.VIEW_CHANNEL | P.SEND_MESSAGES | P.SEND_MESSAGES_IN_THREADS
-              | P.CREATE_PUBLIC_THREADS | P.READ_MESSAGE_HISTORY)
-    from discord_emulator import DEFAULT_BOT_PERMISSIONS
-
-    assert DEFAULT_BOT_PERMISSIONS & needed == needed

@@ -1,0 +1,46 @@
+"""An ``unknown`` outcome on Discord: what the requester is told, and resolving it."""
+
+from __future__ import annotations
+
+from bot.client import ErrandBot
+from jobs.store import Finish
+
+from .conftest import Errand, poll, state_of
+
+
+async def test_unknown_is_shown_with_what_to_do_and_an_operator_resolves_it(
+    errand: Errand, bot: ErrandBot
+) -> None:
+    """A worker reports the outcome unknown: the progress message says so and who can act, the
+    requester gets one notice; the requester may not resolve a demo job, an operator (admin
+    role) may, and the progress message then shows the resolution."""
+    emu, world = errand.emu, errand.world
+    _, job_id = await errand.summon(params="steps=1 step_seconds=60")
+    await errand.wait_progress_state(job_id, "queued")
+    [claim] = await errand.store.claim("test-worker", limit=1, lease_seconds=30)
+    await errand.store.finish_one(Finish(claim.job_id, claim.attempt_id, "unknown",
+                                         reason="payment call timed out"))
+    msg = await errand.wait_progress_state(job_id, "unknown")
+    content = emu.message(msg.id).content
+    assert "The outcome is unknown: payment call timed out" in content
+    assert "An operator has to check what happened and resolve it." in content
+    assert emu.message(msg.id).components == []
+    [notice] = await poll(lambda: errand.notices(msg.channel_id))
+    assert notice.content.startswith(f"<@{world.alice.id}> ❓ Job `{job_id}` **unknown**")
+
+    handle = await emu.invoke_slash(world.alice, world.channel, "job resolve",
+                                    {"id": job_id, "outcome": "succeeded", "note": "paid"})
+    assert "can only be resolved by an operator" in (await handle.wait_original()).content
+    assert (await errand.job(job_id)).state.value == "unknown"
+
+    operator = emu.create_user("olga")
+    emu.add_member(world.guild, operator)
+    emu.create_role(world.guild, "errand-admin", 0, members=[operator])
+    errand.bot.settings.admin_role = "errand-admin"  # type: ignore[union-attr]
+    handle = await emu.invoke_slash(operator, world.channel, "job resolve",
+                                    {"id": job_id, "outcome": "succeeded", "note": "paid"})
+    assert (await handle.wait_original()).content == f"Resolved job `{job_id}`: now succeeded."
+    await errand.wait_progress_state(job_id, "succeeded")
+    assert state_of(emu.message(msg.id).content) == "succeeded"
+    notices = await poll(lambda: n if len(n := errand.notices(msg.channel_id)) == 2 else None)
+    assert "resolved as succeeded" in notices[1].content
