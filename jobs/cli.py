@@ -222,6 +222,83 @@ def job_resolve(
     emit(job.to_json(), as_json, f"{job.public_id} {job.state.value}")
 
 
+outbox_app = typer.Typer(no_args_is_help=True, help="Inspect and retry notices to transports.")
+app.add_typer(outbox_app, name="outbox")
+
+
+@job_app.command("show")
+def job_show(job_id: str, as_json: JsonOpt = False) -> None:
+    """Show a job's whole timeline: events, attempts, steps, effects and notices."""
+    from jobs.ops import timeline
+
+    found = with_engine(lambda e: timeline(e.store, job_id))
+    job = found.status.job
+    lines = [f"{job.public_id} {job.kind} {job.state.value}"
+             + (f" ({job.reason})" if job.reason else ""),
+             f"requester: {job.requester}  attempts: {job.attempts}/{job.max_attempts}  "
+             f"created: {job.created_at:%Y-%m-%d %H:%M:%S}"]
+    lines += [f"  {e.at:%Y-%m-%d %H:%M:%S.%f} {e.what:8} {e.text}" for e in found.entries]
+    emit(found.to_json(), as_json, "\n".join(lines))
+
+
+@outbox_app.command("list")
+def outbox_list(
+    status: Annotated[str, typer.Option(help="dead | pending | delivered | all")] = "dead",
+    job: Annotated[str | None, typer.Option(help="Only this job's notices.")] = None,
+    limit: Annotated[int, typer.Option(help="At most N notices.")] = 50,
+    as_json: JsonOpt = False,
+) -> None:
+    """List notices to transports, newest first (dead-lettered ones by default)."""
+    from jobs.ops import list_notices
+
+    wanted = None if status == "all" else status
+    rows = with_engine(lambda e: list_notices(e.pool, status=wanted, job=job, limit=limit))
+    text = "\n".join(
+        f"{r['id']} {r['public_id']} {r['topic']}->{(r['payload'] or {}).get('to')} "
+        f"attempts={r['attempts']} "
+        + ("delivered" if r["delivered_at"] else "dead" if r["dead_at"] else "pending")
+        + (f": {r['last_error']}" if r["last_error"] else "")
+        for r in rows) or "no notices"
+    emit({"notices": rows}, as_json, text)
+
+
+@outbox_app.command("retry")
+def outbox_retry(
+    ids: Annotated[list[int] | None, typer.Argument(help="Dead-lettered notice ids.")] = None,
+    all_dead: Annotated[bool, typer.Option("--all-dead", help="Every dead notice.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Deliver dead-lettered notices again (all named ids must be dead, or nothing changes)."""
+    from jobs.ops import retry_notices
+
+    if bool(ids) == all_dead:
+        fail("name notice ids or pass --all-dead (not both)")
+    revived = with_engine(lambda e: retry_notices(e.pool, None if all_dead else ids))
+    emit({"retried": revived}, as_json, f"retrying {len(revived)} notice(s)")
+
+
+@app.command()
+def prune(
+    older_than: Annotated[str, typer.Option(help="Finished longer ago than this: 30d, 12h.")],
+    with_dead_notices: Annotated[bool, typer.Option(
+        help="Also prune jobs whose only undelivered notices are dead-lettered.")] = False,
+    dry_run: Annotated[bool, typer.Option(help="Count and list; delete nothing.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Delete finished jobs past retention (never live, unknown or undelivered ones)."""
+    from jobs.ops import parse_duration
+    from jobs.ops import prune as run_prune
+
+    try:
+        seconds = parse_duration(older_than)
+    except ValueError as exc:
+        fail(str(exc))
+    done = with_engine(lambda e: run_prune(e.pool, seconds, with_dead_notices=with_dead_notices,
+                                           dry_run=dry_run))
+    verb = "would prune" if dry_run else "pruned"
+    emit(done.to_json(), as_json, f"{verb} {done.jobs} job(s)")
+
+
 def main() -> None:
     """Entry point of the engine-only CLI."""
     try:

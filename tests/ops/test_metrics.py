@@ -28,6 +28,11 @@ async def test_worker_metrics_match_the_jobs_it_ran(
     /metrics shows exactly those numbers: jobs by state and kind, transitions, durations,
     start latencies, running attempts and the outbox backlog read from the database."""
     worker = await spawn_worker()
+
+    async def ready() -> bool:
+        return (await http_get(worker.port, "/readyz"))[0] == 200
+
+    await until(ready)
     status, body = await http_get(worker.port, "/readyz")
     ready = {"database": "ok", "migrations": "ok", "worker": "ok"}
     assert (status, json.loads(body)["checks"]) == (200, ready)
