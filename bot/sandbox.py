@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import signal
 import sys
@@ -140,7 +141,9 @@ async def run_bot(
     assert emu.application is not None
     bot_settings = BotSettings(
         token=SecretStr(emu.application.token),
-        dev_guild=world.guild_id,
+        # Global commands: usable in the sandbox guild and in DMs (the emulator has no
+        # propagation delay for global commands).
+        dev_guild=None,
         api_base=emu.api_base,
         gateway_url=emu.gateway_url,
         guild_ready_timeout=0.1,
@@ -201,6 +204,8 @@ def main(data_dir: Path | None, host: str, port: int) -> None:
     settings = Settings()
     level = settings.log_level if os.environ.get("ERRAND_LOG_LEVEL") else "warning"
     configure(level, settings.log_format)
+    # discord.py warns that voice support is missing; the sandbox has no voice.
+    logging.getLogger("discord.client").setLevel(logging.ERROR)
     root = (data_dir or settings.data_dir / "sandbox").expanduser().resolve()
     root.mkdir(parents=True, exist_ok=True)
 

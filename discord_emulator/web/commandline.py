@@ -9,6 +9,7 @@ client does not have.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -180,6 +181,42 @@ def _convert(opt: dict[str, Any], raw: str, lookup: dict[str, int]) -> Any:
     return raw
 
 
+@dataclass
+class Focus:
+    """The user is typing the value of an option the bot autocompletes."""
+
+    path: str
+    options: dict[str, Any]
+    name: str
+    value: str
+    base: str  # the text before the value; a choice's value is appended to it
+
+
+def focus(
+    text: str, commands: list[dict[str, Any]], *, lookup: dict[str, int] | None = None
+) -> Focus | None:
+    """The autocompleted option being typed at the end of ``text``, if any (Discord sends
+    an autocomplete interaction for it with the options given so far)."""
+    if not text.startswith("/"):
+        return None
+    try:
+        path, node, rest = _split_path(text, commands)
+    except CommandLineError:
+        return None
+    schema = {o["name"]: o for o in node.get("options") or []}
+    spans = _option_spans(rest, list(schema))
+    if not spans or spans[-1][0] is None or not schema[spans[-1][0]].get("autocomplete"):
+        return None
+    name = spans[-1][0]
+    options: dict[str, Any] = {}
+    for key, raw in spans[:-1]:
+        if key is not None:
+            with contextlib.suppress(CommandLineError):
+                options[key] = _convert(schema[key], _unquote(raw), lookup or {})
+    start = text.rfind(f"{name}:") + len(name) + 1
+    return Focus(path, options, name, text[start:], text[:start])
+
+
 def suggest(text: str, commands: list[dict[str, Any]], limit: int = 10) -> list[Suggestion]:
     """Completions for a partly typed command line (empty when ``text`` is not a command)."""
     if not text.startswith("/"):
@@ -229,4 +266,4 @@ def suggest(text: str, commands: list[dict[str, Any]], limit: int = 10) -> list[
     return out[:limit]
 
 
-__all__ = ["CommandLineError", "Invocation", "Suggestion", "parse", "suggest"]
+__all__ = ["CommandLineError", "Focus", "Invocation", "Suggestion", "focus", "parse", "suggest"]

@@ -16,7 +16,7 @@ from aiohttp import web
 
 from discord_emulator.state import DM, FLAG_LOADING, FORUM, TEXT, Channel, Message
 
-from .commandline import CommandLineError, parse, suggest
+from .commandline import CommandLineError, Focus, Suggestion, focus, parse, suggest
 
 if TYPE_CHECKING:
     from discord_emulator.server import Emulator
@@ -188,12 +188,23 @@ async def send(request: web.Request) -> web.Response:
     return web.json_response({"interaction_id": str(handle.id)})
 
 
+AUTOCOMPLETE_WAIT = 2.0
+
+
 async def complete(request: web.Request) -> web.Response:
+    """Completions for the composer: paths, options and choices from the registered commands;
+    for an option the bot autocompletes, the bot's own choices (an autocomplete interaction)."""
     emu = _emu(request)
     channel = emu.state.channels.get(int(request.query.get("channel_id", "0") or 0))
     if channel is None:
         return web.json_response({"suggestions": []})
-    found = suggest(request.query.get("text", ""), commands_for(emu, channel))
+    text = request.query.get("text", "")
+    commands = commands_for(emu, channel)
+    typing = focus(text, commands, lookup=_lookup(emu))
+    if typing is not None and "user_id" in request.query:
+        found = await _bot_choices(emu, _user_id(request), channel, typing)
+    else:
+        found = suggest(text, commands)
     return web.json_response(
         {
             "suggestions": [
@@ -201,6 +212,26 @@ async def complete(request: web.Request) -> web.Response:
             ]
         }
     )
+
+
+async def _bot_choices(
+    emu: Emulator, user_id: int, channel: Channel, typing: Focus
+) -> list[Suggestion]:
+    values = typing.options | {typing.name: typing.value.strip()}
+    try:
+        handle = await emu.autocomplete(user_id, channel, typing.path, values, typing.name)
+        choices = await handle.wait_choices(AUTOCOMPLETE_WAIT)
+    except (LookupError, ValueError, TimeoutError):
+        return []
+    # A choice like ``steps=`` is to be continued; anything else is a finished value.
+    return [
+        Suggestion(
+            f"{typing.base}{c['value']}{'' if str(c['value']).endswith(('=', ':')) else ' '}",
+            str(c["name"]),
+            f"{typing.name}: suggested",
+        )
+        for c in choices
+    ]
 
 
 async def index(request: web.Request) -> web.Response:

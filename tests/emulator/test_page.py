@@ -15,7 +15,7 @@ from discord.ext import commands
 from discord_emulator import Emulator, User
 from discord_emulator.testing import World, fast_config, make_world, running_bot
 from discord_emulator.web import PageConfig, serve_page
-from discord_emulator.web.commandline import CommandLineError, parse, suggest
+from discord_emulator.web.commandline import CommandLineError, focus, parse, suggest
 
 from .conftest import make_bot
 
@@ -105,6 +105,32 @@ def test_suggest_offers_paths_then_missing_options_then_choices() -> None:
     assert suggest("hello", COMMANDS) == []
 
 
+def test_focus_names_the_autocompleted_option_being_typed() -> None:
+    """Typing the value of an autocomplete option gives the path, the options so far, the
+    option and its partial value; other positions give nothing."""
+    commands = [
+        {
+            "name": "summon",
+            "type": 1,
+            "options": [
+                {"name": "task", "type": 3, "required": True},
+                {"name": "kind", "type": 3, "autocomplete": True},
+            ],
+        }
+    ]
+    typing = focus("/summon task:two words kind:de", commands)
+    assert typing is not None
+    assert (typing.path, typing.options, typing.name, typing.value, typing.base) == (
+        "summon",
+        {"task": "two words"},
+        "kind",
+        "de",
+        "/summon task:two words kind:",
+    )
+    assert focus("/summon task:x", commands) is None
+    assert focus("/nope kind:x", commands) is None
+
+
 @pytest.fixture
 async def page_emu() -> AsyncIterator[tuple[Emulator, World, User]]:
     emu = Emulator(fast_config())
@@ -128,10 +154,17 @@ def page_bot() -> commands.Bot:
         await interaction.response.send_message(f"job {id}: running", ephemeral=True)
 
     @bot.tree.command(name="summon", description="Start a job")
-    async def summon(interaction: discord.Interaction, task: str) -> None:
+    async def summon(interaction: discord.Interaction, task: str, kind: str | None = None) -> None:
         await interaction.response.send_message(f"queued {task}")
         message = await interaction.original_response()
         await message.create_thread(name=f"job {task}")
+
+    @summon.autocomplete("kind")
+    async def kinds(
+        interaction: discord.Interaction, current: str
+    ) -> list[app_commands.Choice[str]]:
+        names = ["demo", "command", "agent"]
+        return [app_commands.Choice(name=n, value=n) for n in names if n.startswith(current)]
 
     bot.tree.add_command(job)
 
@@ -193,6 +226,13 @@ async def test_page_sends_commands_and_shows_ephemeral_answers_only_to_their_use
         ) as resp:
             suggestions = (await resp.json())["suggestions"]
         assert [s["text"] for s in suggestions] == ["/job status "]
+        async with session.get(
+            f"{base}/complete",
+            params={"channel_id": channel, "user_id": str(bob.id), "text": "/summon task:x kind:"},
+        ) as resp:
+            suggestions = (await resp.json())["suggestions"]
+        assert [s["label"] for s in suggestions] == ["demo", "command", "agent"]
+        assert suggestions[0]["text"] == "/summon task:x kind:demo "
 
 
 async def test_page_serves_its_files_without_external_assets(

@@ -218,7 +218,9 @@ class Pane {
   async onClick(event) {
     const threadButton = event.target.closest("[data-thread]");
     if (threadButton && threadButton.dataset.thread) {
-      await page.panes.thread.show(threadButton.dataset.thread);
+      const id = threadButton.dataset.thread;
+      const isChannel = page.world && page.world.channels.some((c) => c.id === id);
+      await (isChannel ? page.panes.main : page.panes.thread).show(id);
       return;
     }
     const button = event.target.closest("button[data-custom-id]");
@@ -267,7 +269,7 @@ class Composer {
     this.error("");
     const text = this.input.value;
     if (!text.startsWith("/") || !this.pane.channelId) { this.hide(); return; }
-    const query = new URLSearchParams({ channel_id: this.pane.channelId, text });
+    const query = new URLSearchParams({ channel_id: this.pane.channelId, user_id: page.userId, text });
     const { suggestions } = await api(`/_emulator/page/complete?${query}`);
     if (this.input.value !== text) return;
     this.items = suggestions;

@@ -1,0 +1,62 @@
+"""The sandbox's wiring without processes: its first world, finding that world again after a
+restart, its settings rooted in the data directory, and the example catalog it falls back to."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from bot.sandbox import build_world, example_catalog, find_world, sandbox_settings
+from discord_emulator import DM, FORUM, TEXT, Emulator
+from discord_emulator.persist import dump_world, load_world
+
+
+def test_first_world_has_a_text_channel_a_forum_and_dms_for_two_users() -> None:
+    """alice and bob are members of the sandbox guild, with a DM each with the bot."""
+    emu = Emulator()
+    world = build_world(emu)
+    types = sorted(c.type for c in emu.state.channels.values())
+    assert types == [TEXT, DM, DM, FORUM]
+    assert [u.username for u in world.viewers] == ["alice", "bob"]
+    assert all(u.id in emu.state.guilds[world.guild_id].members for u in world.viewers)
+
+
+def test_a_saved_world_is_found_again_with_the_same_ids() -> None:
+    """After save and load the sandbox finds its guild and viewers by name, same ids."""
+    first = Emulator()
+    world = build_world(first)
+    second = Emulator()
+    load_world(second, dump_world(first))
+    found = find_world(second)
+    assert (found.guild_id, [u.id for u in found.viewers]) == (
+        world.guild_id,
+        [u.id for u in world.viewers],
+    )
+
+
+def test_a_foreign_world_is_refused() -> None:
+    """A world file the sandbox did not write is not silently reused."""
+    emu = Emulator()
+    emu.create_application("Other")
+    emu.create_guild("Elsewhere")
+    with pytest.raises(RuntimeError, match="not a sandbox's"):
+        find_world(emu)
+
+
+def test_settings_live_in_the_data_dir_and_the_example_catalog_is_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The embedded database and assets live under the data dir; with no catalog configured,
+    the command kind reads the example catalog shipped with Errand."""
+    for name in ("DATABASE_URL", "ERRAND_DB_URL"):
+        monkeypatch.delenv(name, raising=False)
+    # Set (to "unset") so that monkeypatch restores it after the sandbox writes it.
+    monkeypatch.setenv("ERRAND_COMMAND_CATALOG", "")
+    settings = sandbox_settings(tmp_path)
+    assert (settings.db.data_dir, settings.assets_dir) == (tmp_path / "pgdata", tmp_path / "assets")
+    catalog = example_catalog()
+    assert catalog is not None
+    assert catalog.name == "commands.toml"
+    assert os.environ["ERRAND_COMMAND_CATALOG"] == str(catalog)
