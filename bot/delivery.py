@@ -20,6 +20,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import heapq
+import itertools
 import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -64,6 +66,51 @@ def _describe(exc: discord.HTTPException) -> str:
     return f"{exc.status} {exc.code}: {exc.text}"[:300]
 
 
+# Who goes first when delivery requests queue for the bot's share of the global limit: the end
+# of a job (terminal edit, then its notice) before new threads, and those before progress edits.
+TERMINAL_EDIT, NOTICE, SETUP, EDIT = 0, 1, 2, 3
+
+
+class Pacer:
+    """At most ``rate`` requests per second, granted in priority order.
+
+    The bot's own share of Discord's global limit (50 requests per second per bot): a burst of
+    jobs queues here instead of provoking 429s, and the queue serves terminal states and
+    notices before setup and progress edits. Interaction answers are exempt from the global
+    limit and do not pass through here.
+    """
+
+    def __init__(self, rate: float) -> None:
+        self.interval = 1.0 / rate
+        self._next = 0.0
+        self._queue: list[tuple[int, int, asyncio.Future[None]]] = []
+        self._seq = itertools.count()
+        self._drainer: asyncio.Task[None] | None = None
+
+    async def wait(self, priority: int) -> None:
+        """Return when this request may be sent."""
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._queue, (priority, next(self._seq), future))
+        if self._drainer is None or self._drainer.done():
+            self._drainer = asyncio.create_task(self._drain())
+        await future
+
+    async def _drain(self) -> None:
+        while self._queue:
+            delay = self._next - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            _, _, future = heapq.heappop(self._queue)
+            if future.done():  # its waiter was cancelled
+                continue
+            self._next = max(self._next, time.monotonic() - self.interval) + self.interval
+            future.set_result(None)
+
+    def close(self) -> None:
+        if self._drainer is not None:
+            self._drainer.cancel()
+
+
 class Retry(Exception):
     """The binding cannot be completed yet (e.g. the /summon answer is not recorded yet)."""
 
@@ -84,6 +131,7 @@ class Delivery:
         self._last_edit: dict[int, float] = {}
         self._lookups: set[asyncio.Task[None]] = set()
         self._channel_locks: dict[int, asyncio.Lock] = {}
+        self.pacer = Pacer(self.settings.requests_per_second)
         self.stats = {"edits": 0, "posts": 0, "notices": 0, "failures": 0}
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -99,6 +147,7 @@ class Delivery:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        self.pacer.close()
         if self._listener is not None:
             with contextlib.suppress(Exception):
                 await self._listener.close()
@@ -266,9 +315,11 @@ class Delivery:
             # sending a burst that Discord answers with 429s.
             async with self._channel_locks.setdefault(channel_id, asyncio.Lock()):
                 if anchor is None:  # the /summon answer was never recorded: post an anchor
+                    await self.pacer.wait(SETUP)
                     msg = await parent.send(f"Job `{job.public_id}` ({job.kind})",
                                             nonce=f"a{job.public_id}")
                     anchor = str(msg.id)
+                await self.pacer.wait(SETUP)
                 try:
                     thread = await parent.get_partial_message(int(anchor)).create_thread(
                         name=name, auto_archive_duration=1440
@@ -279,9 +330,13 @@ class Delivery:
                         raise
                     thread_id = str(anchor)  # a thread started from a message has its id
         elif ctype in FORUMS:
-            forum = self.bot.get_channel(channel_id) or await self.bot.fetch_channel(channel_id)
+            forum = self.bot.get_channel(channel_id)
+            if forum is None:
+                await self.pacer.wait(SETUP)
+                forum = await self.bot.fetch_channel(channel_id)
             assert isinstance(forum, discord.ForumChannel)
             view = self._progress_view(status)
+            await self.pacer.wait(SETUP)
             made = await forum.create_thread(
                 name=name, content=view.content,
                 view=cancel_view(job.public_id) if view.cancellable else discord.utils.MISSING,
@@ -310,6 +365,7 @@ class Delivery:
     ) -> asyncpg.Record:
         job = status.job
         channel = self.bot.get_partial_messageable(int(binding["thread_id"]))
+        await self.pacer.wait(TERMINAL_EDIT if view.state in TERMINAL else SETUP)
         message = await channel.send(
             view.content,
             view=cancel_view(job.public_id) if view.cancellable else discord.utils.MISSING,
@@ -330,9 +386,14 @@ class Delivery:
             return await self._post_progress(status, binding, view, nonce=f"p{job.public_id}")
         if binding["progress_state"] in TERMINAL or binding["progress_hash"] == _hash(view.key):
             return binding  # never a state after the terminal one; never an empty edit
-        if view.state not in TERMINAL:
-            # Coalesce: at most one edit per interval; the state shown is read after the wait.
-            await self._pace(job.id, binding)
+        if view.state in TERMINAL:
+            await self.pacer.wait(TERMINAL_EDIT)
+        else:
+            # Coalesce: at most one edit per interval per message, and a turn in the bot's
+            # queue; the state shown is read after both waits, so a backlog never replays
+            # stale states.
+            await self._pace(job.id, job.public_id, binding)
+            await self.pacer.wait(EDIT)
             status = await self.bot.store.status(job.public_id)
             view = self._progress_view(status)
             if binding["progress_hash"] == _hash(view.key):
@@ -367,10 +428,12 @@ class Delivery:
             if exc.code != THREAD_ARCHIVED:
                 raise
             # Archived (inactivity or a moderator): unarchive, then edit again.
+            await self.pacer.wait(TERMINAL_EDIT)
             await self.bot.http.edit_channel(message.channel.id, archived=False)
+            await self.pacer.wait(TERMINAL_EDIT)
             await message.edit(content=view.content, view=buttons)
 
-    async def _pace(self, job_id: int, binding: asyncpg.Record) -> None:
+    async def _pace(self, job_id: int, public_id: str, binding: asyncpg.Record) -> None:
         posted = binding["progress_posted_at"]
         old = posted is not None and (
             (datetime.now(UTC) - posted).total_seconds() > OLD_MESSAGE_SECONDS
@@ -381,6 +444,14 @@ class Delivery:
         if last is None:
             return
         wait = last + interval - time.monotonic()
+        event = self.dirty.get(job_id)
+        if wait > 0 and event is not None and not event.is_set():
+            # Sleep, but wake on news: a terminal state is shown at once, not after the pause.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(event.wait(), wait)
+                if (await self.bot.store.get(public_id)).state in TERMINAL:
+                    return
+            wait = last + interval - time.monotonic()
         if wait > 0:
             await asyncio.sleep(wait)
 
@@ -394,6 +465,7 @@ class Delivery:
             everyone=False, roles=False,
             users=[discord.Object(user_id)] if user_id else False,
         )
+        await self.pacer.wait(NOTICE)
         message = await channel.send(
             render.notice(job, row, user_id),
             allowed_mentions=mentions,

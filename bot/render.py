@@ -157,13 +157,14 @@ def progress(status: JobStatus, *, task: str, may_resolve: bool) -> Progress:
             lines.append(f"Reason: {code(job.reason, 300)}")
         if job.state is State.SUCCEEDED and job.result is not None:
             lines.append(f"Result: `{summary(job.result, 500)}`")
-        if job.state is State.FAILED and job.error is not None:
-            lines.append(f"Error: `{summary(job.error, 500)}`")
+        error = summary(job.error, 500)
+        if job.state is State.FAILED and error and (not job.reason or job.reason not in error):
+            lines.append(f"Error: `{error}`")
         if status.assets:
             names = ", ".join(f"{code(str(a['name']), 80)} ({a['size']} B)"
                               for a in status.assets[:10])
             more = f" and {len(status.assets) - 10} more" if len(status.assets) > 10 else ""
-            lines.append(f"Assets: {names}{more} — `errand job status {job.public_id}`")
+            lines.append(f"Assets: {names}{more}")
     content = "\n".join(lines)[:MAX_CONTENT]
     return Progress(job.state, content, job.state in CANCELLABLE)
 
@@ -220,6 +221,9 @@ def status_page(
     lines.append(" · ".join(times))
     if thread_id:
         lines.append(f"Thread: <#{thread_id}>")
+    if status.assets:
+        lines.append("Assets: " + ", ".join(f"{code(str(a['name']), 80)} ({a['size']} B)"
+                                            for a in status.assets[:20]))
     dead = [d for d in deliveries if d.dead_at is not None]
     waiting = [d for d in deliveries if d.delivered_at is None and d.dead_at is None
                and d.last_error]

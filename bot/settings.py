@@ -44,6 +44,9 @@ class BotSettings(BaseSettings):
     # channel, and 3 per 6 s for messages older than an hour). Edits coalesce to the latest.
     edit_interval_seconds: float = Field(default=1.0, ge=0)
     old_message_edit_interval_seconds: float = Field(default=2.0, ge=0)
+    # The bot's own pace for delivery requests (Discord allows 50 per second per bot in all;
+    # interaction answers are exempt and bypass this).
+    requests_per_second: float = Field(default=45.0, gt=0)
     # Outbox delivery: polling is the fallback for a missed NOTIFY.
     delivery_poll_seconds: float = Field(default=2.0, gt=0)
     delivery_lease_seconds: float = Field(default=30.0, gt=0)

@@ -32,6 +32,7 @@ def bot_env(errand: Errand, tmp_path: Path, token: str | None) -> dict[str, str]
         ERRAND_BOT_DELIVERY_POLL_SECONDS="0.2",
         ERRAND_BOT_DELIVERY_LEASE_SECONDS="1",
         ERRAND_BOT_GUILD_READY_TIMEOUT="0.05",
+        ERRAND_BOT_REQUESTS_PER_SECOND="2000",
         ERRAND_LOG_FORMAT="json",
     )
     if token is not None:
