@@ -47,6 +47,10 @@ VIEWERS = ("alice", "bob")
 WORLD_FILE = "discord.json"
 
 
+class SandboxError(RuntimeError):
+    """The sandbox cannot start; the message says why and what to do."""
+
+
 @dataclass
 class SandboxWorld:
     """The parts of the emulated world the sandbox needs by name."""
@@ -75,12 +79,12 @@ def find_world(emu: Emulator) -> SandboxWorld:
     """The sandbox's guild and viewers in a world loaded from disk.
 
     Raises:
-        RuntimeError: the world file is not one the sandbox wrote.
+        SandboxError: the world file is not one the sandbox wrote.
     """
     guild = next((g for g in emu.state.guilds.values() if g.name == GUILD_NAME), None)
     by_name = {u.username: u for u in emu.state.users.values() if not u.bot}
     if guild is None or emu.application is None or any(n not in by_name for n in VIEWERS):
-        raise RuntimeError("the saved Discord world is not a sandbox's; use another --data-dir")
+        raise SandboxError("the saved Discord world is not a sandbox's; use another --data-dir")
     return SandboxWorld(guild.id, [by_name[n] for n in VIEWERS])
 
 
@@ -118,9 +122,16 @@ async def running_emulator(
     """The emulator with its world loaded from (and saved to) ``data_dir``, serving the page."""
     emu = Emulator(EmulatorConfig(host=host, port=port))
     world_file = WorldFile(emu, data_dir / WORLD_FILE)
-    world = find_world(emu) if world_file.load() else build_world(emu)
+    try:
+        loaded = world_file.load()
+    except (ValueError, KeyError, TypeError) as exc:
+        raise SandboxError(f"cannot read {world_file.path} ({exc}); move it away") from exc
+    world = find_world(emu) if loaded else build_world(emu)
     serve_page(emu, PageConfig(viewers=[u.id for u in world.viewers], title=GUILD_NAME))
-    await emu.start()
+    try:
+        await emu.start()
+    except OSError as exc:
+        raise SandboxError(f"cannot serve on {host}:{port} ({exc.strerror}); try --port") from exc
     try:
         await world_file.start()
         try:
@@ -131,9 +142,7 @@ async def running_emulator(
         await emu.stop()
 
 
-async def run_bot(
-    emu: Emulator, world: SandboxWorld, engine: Engine, stop: asyncio.Event
-) -> None:
+async def run_bot(emu: Emulator, world: SandboxWorld, engine: Engine, stop: asyncio.Event) -> None:
     """Run the Errand bot against ``emu`` until ``stop`` is set."""
     from bot.client import run
     from bot.settings import BotSettings
@@ -225,5 +234,9 @@ def main(data_dir: Path | None, host: str, port: int) -> None:
             loop.add_signal_handler(sig, on_signal)
         await run_sandbox(root, host=host, port=port, stop=stop, hard=hard)
 
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(go())
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(go())
+    except SandboxError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)

@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from bot.sandbox import build_world, example_catalog, find_world, sandbox_settings
+from bot.sandbox import (
+    SandboxError,
+    build_world,
+    example_catalog,
+    find_world,
+    sandbox_settings,
+)
 from discord_emulator import DM, FORUM, TEXT, Emulator
 from discord_emulator.persist import dump_world, load_world
 
@@ -41,7 +47,7 @@ def test_a_foreign_world_is_refused() -> None:
     emu = Emulator()
     emu.create_application("Other")
     emu.create_guild("Elsewhere")
-    with pytest.raises(RuntimeError, match="not a sandbox's"):
+    with pytest.raises(SandboxError, match="not a sandbox's"):
         find_world(emu)
 
 
