@@ -64,12 +64,20 @@ def states_of(sandbox: Sandbox, thread_id: str, job_id: str) -> list[str]:
 def test_summon_watch_cancel_and_reload(
     sandbox: Sandbox, browser_page: Page, screenshots: Path
 ) -> None:
-    """A summoned job's progress message edits in place until ``succeeded``; a long job's Cancel
-    is refused for bob (an answer only bob sees) and works for alice (``cancelled``, never a
-    later success); a reload shows the same history."""
+    """The composer completes commands; a summoned job's progress message edits in place until
+    ``succeeded``; a long job's Cancel is refused for bob (an answer only bob sees) and works for
+    alice (``cancelled``, never a later success); a reload shows the same history."""
     page = browser_page
     open_page(page, sandbox)
     page.screenshot(path=str(screenshots / "empty-channel.png"), animations="disabled")
+
+    box = page.locator("#main-pane .composer-input")
+    box.fill("/job st")
+    suggestions = page.locator("#main-pane .suggestions li")
+    expect(suggestions.first).to_contain_text("/job status", timeout=WAIT_MS)
+    box.press("Tab")
+    expect(box).to_have_value("/job status ")
+    box.fill("")
 
     job_id, answer = summon(page, "/summon task:count to three params:steps=3 step_seconds=0.3")
     thread_id, progress = open_thread(page, answer, job_id)
