@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import logging
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from importlib import resources
@@ -208,6 +209,24 @@ async def run_sandbox(
                     log.error("sandbox.part_failed", error=repr(result))
 
 
+@contextlib.contextmanager
+def exclusive(data_dir: Path) -> Iterator[None]:
+    """Hold the data directory's lock: two sandboxes on one directory would share a database
+    but each save its own Discord world over the other's.
+
+    Raises:
+        SandboxError: another sandbox holds the lock.
+    """
+    with (data_dir / "sandbox.lock").open("w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise SandboxError(
+                f"another errand sandbox is running on {data_dir}; stop it or use --data-dir"
+            ) from None
+        yield
+
+
 def main(data_dir: Path | None, host: str, port: int) -> None:
     """Run the sandbox in the foreground until SIGINT/SIGTERM."""
     settings = Settings()
@@ -235,7 +254,7 @@ def main(data_dir: Path | None, host: str, port: int) -> None:
         await run_sandbox(root, host=host, port=port, stop=stop, hard=hard)
 
     try:
-        with contextlib.suppress(KeyboardInterrupt):
+        with exclusive(root), contextlib.suppress(KeyboardInterrupt):
             asyncio.run(go())
     except SandboxError as exc:
         print(f"error: {exc}", file=sys.stderr)

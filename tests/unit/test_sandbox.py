@@ -12,6 +12,7 @@ from bot.sandbox import (
     SandboxError,
     build_world,
     example_catalog,
+    exclusive,
     find_world,
     sandbox_settings,
 )
@@ -66,3 +67,12 @@ def test_settings_live_in_the_data_dir_and_the_example_catalog_is_used(
     assert catalog is not None
     assert catalog.name == "commands.toml"
     assert os.environ["ERRAND_COMMAND_CATALOG"] == str(catalog)
+
+
+def test_one_data_directory_runs_one_sandbox(tmp_path: Path) -> None:
+    """A second sandbox on the same data directory is refused while the first holds it."""
+    refused = pytest.raises(SandboxError, match="another errand sandbox")
+    with exclusive(tmp_path), refused, exclusive(tmp_path):
+        pass
+    with exclusive(tmp_path):
+        pass
