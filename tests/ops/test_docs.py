@@ -1,0 +1,70 @@
+"""docs/deploy.md and docs/runbook.md match the CLI: every ``errand ...`` command they show
+exists in the real app, with every option they pass."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import typer
+from typer.core import TyperGroup
+
+from tests.ops.conftest import ROOT
+
+DOCS = ["docs/deploy.md", "docs/runbook.md"]
+_WORD = re.compile(r"^[a-z][a-z0-9-]*$")
+
+
+def mentions(markdown: str) -> list[list[str]]:
+    """The words after each ``errand`` in the document's code blocks and code spans."""
+    blocks = re.findall(r"```[^\n]*\n(.*?)```", markdown, re.DOTALL)
+    spans = re.findall(r"`([^`\n]+)`", re.sub(r"```.*?```", "", markdown, flags=re.DOTALL))
+    found: list[list[str]] = []
+    for snippet in [*blocks, *spans]:
+        for line in snippet.splitlines():
+            line = line.split(" #", 1)[0]
+            for match in re.finditer(r"(?:^|[\s(])errand((?: +[^\s|;&`()]+)*)", line):
+                words = match[1].split()
+                if words and (_WORD.match(words[0]) or words[0].startswith("--")):
+                    found.append(words)
+    return found
+
+
+def check(words: list[str]) -> str | None:
+    """None when ``errand WORDS`` names a real command with real options, else why not."""
+    from bot.cli import app
+
+    command = typer.main.get_command(app)
+    path = ["errand"]
+    for word in words:
+        if word.startswith("-"):
+            name = word.split("=", 1)[0]
+            known = {"--help"} | {o for p in command.params for o in (*p.opts, *p.secondary_opts)}
+            if name not in known:
+                return f"{' '.join(path)} has no option {name}"
+        elif isinstance(command, TyperGroup):
+            if not _WORD.match(word):
+                break  # a placeholder such as `errand job ...`
+            sub = command.commands.get(word)
+            if sub is None:
+                return f"{' '.join(path)} has no command {word}"
+            command, path = sub, [*path, word]
+    return None
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_every_errand_command_in_the_doc_exists(doc: str) -> None:
+    """Each `errand ...` the document shows is a command of the real CLI, options included."""
+    found = mentions((ROOT / doc).read_text())
+    assert len(found) >= 10  # the extraction works
+    problems = sorted({p for words in found if (p := check(words))})
+    assert problems == []
+
+
+def test_the_check_catches_a_command_or_option_that_does_not_exist() -> None:
+    """The checker refuses what the CLI lacks, so the doc test can fail."""
+    assert check(["job", "explode"]) == "errand job has no command explode"
+    assert check(["prune", "--everything"]) == "errand prune has no option --everything"
+    assert check(["job", "cancel", "ID", "--force"]) is None
+    assert mentions("run `errand outbox retry --all-dead` or\n```sh\nerrand job show X\n```") \
+        == [["job", "show", "X"], ["outbox", "retry", "--all-dead"]]
