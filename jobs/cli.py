@@ -264,7 +264,7 @@ def outbox_list(
 
 @outbox_app.command("retry")
 def outbox_retry(
-    ids: Annotated[list[int] | None, typer.Argument(help="Dead-lettered notice ids.")] = None,
+    ids: Annotated[list[str] | None, typer.Argument(help="Dead-lettered notice ids.")] = None,
     all_dead: Annotated[bool, typer.Option("--all-dead", help="Every dead notice.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -273,13 +273,19 @@ def outbox_retry(
 
     if bool(ids) == all_dead:
         fail("name notice ids or pass --all-dead (not both)")
-    revived = with_engine(lambda e: retry_notices(e.pool, None if all_dead else ids))
+    bad = [i for i in ids or [] if not i.isdigit()]
+    if bad:
+        fail(f"bad notice id {bad[0]!r}: ids are numbers (see errand outbox list)")
+    numbers = [int(i) for i in ids or []]
+    revived = with_engine(lambda e: retry_notices(e.pool, None if all_dead else numbers))
     emit({"retried": revived}, as_json, f"retrying {len(revived)} notice(s)")
 
 
 @app.command()
 def prune(
-    older_than: Annotated[str, typer.Option(help="Finished longer ago than this: 30d, 12h.")],
+    older_than: Annotated[
+        str | None, typer.Option(help="Required: finished longer ago than this (30d, 12h).")
+    ] = None,
     with_dead_notices: Annotated[bool, typer.Option(
         help="Also prune jobs whose only undelivered notices are dead-lettered.")] = False,
     dry_run: Annotated[bool, typer.Option(help="Count and list; delete nothing.")] = False,
@@ -289,6 +295,8 @@ def prune(
     from jobs.ops import parse_duration
     from jobs.ops import prune as run_prune
 
+    if older_than is None:
+        fail("--older-than is required, e.g. errand prune --older-than 30d")
     try:
         seconds = parse_duration(older_than)
     except ValueError as exc:

@@ -145,3 +145,19 @@ async def test_cancels_and_lease_expiries_are_counted(pool: asyncpg.Pool, store:
     assert await store.reap(cancel_grace_seconds=10) == {"retried": 1}
     assert sleeper.public_id == claim.public_id
     assert _value("errand_lease_expiries_total", kind="sleep") - expiries == 1.0
+
+
+def test_transport_hooks_count_discord_trouble_and_deliveries() -> None:
+    """The hooks the bot calls feed the Discord and delivery metrics."""
+    names = [("errand_discord_rate_limits_total", {"scope": "global"}),
+             ("errand_discord_retries_total", {"reason": "rate_limit"}),
+             ("errand_notices_delivered_total", {"topic": "transition"}),
+             ("errand_notices_dead_lettered_total", {"topic": "transition"}),
+             ("errand_notice_delivery_lag_seconds_count", {})]
+    before = [_value(n, **labels) for n, labels in names]
+    metrics.discord_rate_limited("global")
+    metrics.discord_retry("rate_limit")
+    metrics.notice_delivered("transition", 1.5)
+    metrics.notice_dead_lettered("transition")
+    after = [_value(n, **labels) for n, labels in names]
+    assert [a - b for a, b in zip(after, before, strict=True)] == [1.0] * 5

@@ -73,8 +73,9 @@ async def test_prune_deletes_only_what_the_retention_policy_lets_go(
         await _age(pool, job, 40)
     everything = await _exists(pool)
 
-    bad = await errand("prune", "--older-than", "30 days")
-    assert _bad(bad), bad
+    for args in (("--older-than", "30 days"), ("--older-than", "-1d"), ()):
+        bad = await errand("prune", *args)
+        assert _bad(bad), (args, bad)
     assert await _exists(pool) == everything
 
     dry = await errand("prune", "--older-than", "30d", "--dry-run", "--json")
@@ -114,7 +115,8 @@ async def test_outbox_list_and_retry_revive_only_dead_letters(
             for n in json.loads(listed.out)["notices"]] == [
         (first, job.public_id, "403 Missing Access", 6)]
     for args in (("retry", "999999"), ("retry", str(second)), ("retry", str(first), "999999"),
-                 ("retry",), ("retry", str(first), "--all-dead"), ("list", "--status", "lost")):
+                 ("retry",), ("retry", str(first), "--all-dead"), ("retry", "abc"),
+                 ("list", "--status", "lost")):
         ran = await errand("outbox", *args)
         assert _bad(ran), (args, ran)
     assert [dict(r) for r in await pool.fetch("SELECT * FROM outbox ORDER BY id")] == before
