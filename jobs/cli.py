@@ -107,7 +107,8 @@ def worker(
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, on_signal)
         async with open_engine(settings, pool_max=settings.db.pool_max) as engine:
-            runner = Worker(engine.store, engine.registry, settings.worker, dsn=engine.dsn)
+            runner = Worker(engine.store, engine.registry, settings.worker, dsn=engine.dsn,
+                            budget=settings.budget.budget(), assets_dir=settings.assets_dir)
             async with serve_health(settings.health, engine.pool, kinds=engine.registry.names(),
                                     checks={"worker": worker_check(runner, stop)}):
                 await runner.run(stop, hard)

@@ -93,7 +93,9 @@ def resolve_dsn(settings: DatabaseSettings) -> str:
     """The DSN to use: the configured URL, or the embedded server's."""
     if settings.url is not None:
         return settings.url.get_secret_value()
-    return embedded_dsn(settings.data_dir)
+    from jobs.settings import default_data_dir
+
+    return embedded_dsn(settings.data_dir or default_data_dir() / "pgdata")
 
 
 def redact_dsn(dsn: str) -> str:

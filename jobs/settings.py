@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import platformdirs
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import AliasChoices, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from jobs.budget import Budget
@@ -28,7 +28,8 @@ class DatabaseSettings(BaseSettings):
     url: SecretStr | None = Field(
         default=None, validation_alias=AliasChoices("DATABASE_URL", "ERRAND_DB_URL")
     )
-    data_dir: Path = Field(default_factory=lambda: default_data_dir() / "pgdata")
+    # The embedded server's directory; unset: ``<ERRAND_DATA_DIR>/pgdata``.
+    data_dir: Path | None = None
     pool_min: int = 1
     pool_max: int = 10
 
@@ -139,6 +140,14 @@ class Settings(BaseSettings):
     health: HealthSettings = Field(default_factory=HealthSettings)
     # Modules imported for their @kind decorators (comma-separated; e.g. a test's kinds).
     extra_kinds: str = ""
+
+    @model_validator(mode="after")
+    def _place_embedded_db(self) -> Settings:
+        # One knob moves everything: the embedded database follows ERRAND_DATA_DIR unless
+        # ERRAND_DB_DATA_DIR says otherwise.
+        if self.db.data_dir is None:
+            self.db.data_dir = self.data_dir / "pgdata"
+        return self
 
     @property
     def assets_dir(self) -> Path:
