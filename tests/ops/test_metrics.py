@@ -161,3 +161,22 @@ def test_transport_hooks_count_discord_trouble_and_deliveries() -> None:
     metrics.notice_dead_lettered("transition")
     after = [_value(n, **labels) for n, labels in names]
     assert [a - b for a, b in zip(after, before, strict=True)] == [1.0] * 5
+
+
+async def test_readyz_never_shows_a_secret_from_a_failing_check(pool: asyncpg.Pool) -> None:
+    """A check failing with a DSN or token in its message is reported scrubbed."""
+    server = HealthServer(pool, port=0)
+
+    async def leaky() -> str | None:
+        raise OSError("cannot reach postgresql://errand:hunter2@db:5432/errand token=abc.def")
+
+    server.add_check("leaky", leaky)
+    port = await server.start()
+    try:
+        status, body = await http_get(port, "/readyz")
+    finally:
+        await server.stop()
+    assert status == 503
+    assert "hunter2" not in body
+    assert "abc.def" not in body
+    assert json.loads(body)["checks"]["leaky"].startswith("OSError: cannot reach postgresql://")
