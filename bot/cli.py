@@ -39,6 +39,8 @@ def _serve(with_worker: bool) -> None:
         asyncio.run(serve(settings, BotSettings(), with_worker=with_worker))
     except BadToken as exc:
         fail(str(exc))
+    except OSError as exc:  # PostgreSQL or Discord unreachable: one line, not a traceback
+        fail(f"cannot connect: {exc}")
 
 
 @app.command("bot")

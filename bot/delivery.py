@@ -33,6 +33,7 @@ from bot import render
 from bot.cancel import cancel_view
 from bot.queries import sql
 from jobs.db import connect
+from jobs.errors import UnknownJob
 from jobs.logs import get_logger
 from jobs.model import JobStatus
 from jobs.outbox import OUTBOX_CHANNEL, PROGRESS_CHANNEL, OutboxRow
@@ -205,18 +206,29 @@ class Delivery:
 
     async def _actor(self, job_id: int, public_id: str) -> None:
         event = self.dirty[job_id]
+        errors = 0
         try:
             while not self._stopping:
                 event.clear()
                 try:
                     finished = await self._round(job_id, public_id)
+                    errors = 0
                 except Retry:
                     await asyncio.sleep(0.2)
                     event.set()
                     continue
-                except (OSError, asyncpg.PostgresError, discord.DiscordServerError) as exc:
-                    log.warning("delivery.round_failed", job_id=public_id, error=str(exc))
-                    await asyncio.sleep(1.0)
+                except UnknownJob:
+                    return  # pruned meanwhile: nothing left to show
+                except Exception as exc:
+                    # Transient (network, database, Discord 5xx) or a bug: log, back off, try
+                    # again a few times; leased rows come back through the poll loop anyway.
+                    errors += 1
+                    log.warning("delivery.round_failed", job_id=public_id, error=repr(exc),
+                                exc_info=not isinstance(exc, (OSError, asyncpg.PostgresError,
+                                                              discord.DiscordServerError)))
+                    if errors >= 5:
+                        return
+                    await asyncio.sleep(min(10.0, 0.5 * 2**errors))
                     event.set()
                     continue
                 if finished:

@@ -186,3 +186,18 @@ async def test_autocomplete_offers_kinds_and_their_parameters(
                                            focused="params")
     values = [c["value"] for c in await handle.wait_choices()]
     assert values == ["steps=", "step_seconds="]
+
+
+async def test_with_a_dev_guild_commands_sync_to_that_guild_only(errand: Errand) -> None:
+    """ERRAND_DEV_GUILD: the commands land in that guild (instant), none globally."""
+    emu, world = errand.emu, errand.world
+    bot = errand.new_bot(dev_guild=world.guild.id)
+    async with running_bot(emu, bot):
+        assert bot.synced is True
+        app = emu.application
+        assert app is not None
+        assert app.global_commands == []
+        names = sorted(c["name"] for c in app.guild_commands[world.guild.id])
+        assert names == ["job", "summon"]
+        text, _ = await _ask(errand, world.alice, world.channel, "job list")
+        assert text.startswith("You have no jobs here yet")

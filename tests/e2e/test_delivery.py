@@ -124,6 +124,11 @@ async def test_a_hundred_jobs_in_one_channel_all_end_terminal_without_429_storms
     assert all(n <= 1 for n in limited.values()), limited
     notices = await poll(lambda: _notice_count(errand, ids), timeout=20)
     assert notices == 100
+    for job_id in ids:
+        msg = await errand.progress_message(job_id)
+        shown = [state_of(v.content) for v in msg.versions]
+        first_end = shown.index("succeeded")
+        assert shown[first_end:] == ["succeeded"], shown
 
 
 async def _notice_count(errand: Errand, ids: list[str]) -> int | None:
