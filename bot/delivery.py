@@ -22,6 +22,9 @@ import contextlib
 import hashlib
 import heapq
 import itertools
+import os
+import secrets
+import socket
 import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -35,7 +38,7 @@ from bot.queries import sql
 from jobs.db import connect
 from jobs.errors import UnknownJob
 from jobs.logs import get_logger
-from jobs.model import JobStatus
+from jobs.model import JobStatus, JobView
 from jobs.outbox import OUTBOX_CHANNEL, PROGRESS_CHANNEL, OutboxRow
 from jobs.state import TERMINAL, State
 
@@ -133,13 +136,16 @@ class Delivery:
         self._lookups: set[asyncio.Task[None]] = set()
         self._channel_locks: dict[int, asyncio.Lock] = {}
         self.pacer = Pacer(self.settings.requests_per_second)
+        # This process, as the owner of render leases.
+        self.name = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
         self.stats = {"edits": 0, "posts": 0, "notices": 0, "failures": 0}
 
     # -- lifecycle ------------------------------------------------------------------------
 
     def start(self) -> None:
         """Start listening and delivering (call from ``setup_hook``)."""
-        self._task = asyncio.create_task(self._run(), name="errand-delivery")
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._run(), name="errand-delivery")
 
     async def stop(self) -> None:
         """Stop every actor; leased rows become due again when their lease runs out."""
@@ -149,6 +155,8 @@ class Delivery:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         self.pacer.close()
+        with contextlib.suppress(OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
+            await self.bot.pool.execute(sql("binding_release_render"), self.name)
         if self._listener is not None:
             with contextlib.suppress(Exception):
                 await self._listener.close()
@@ -167,10 +175,10 @@ class Delivery:
 
     async def _listen(self) -> None:
         try:
-            self._listener = await connect(self.bot.dsn)
-            await self._listener.add_listener(OUTBOX_CHANNEL, self._on_outbox)
-            await self._listener.add_listener(PROGRESS_CHANNEL, self._on_progress)
-        except (OSError, asyncpg.PostgresError) as exc:
+            listener = self._listener = await connect(self.bot.dsn)
+            await listener.add_listener(OUTBOX_CHANNEL, self._on_outbox)
+            await listener.add_listener(PROGRESS_CHANNEL, self._on_progress)
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
             log.warning("delivery.listen_failed", error=str(exc))  # polling still works
 
     def _on_outbox(self, *_: Any) -> None:
@@ -247,14 +255,19 @@ class Delivery:
 
     async def _round(self, job_id: int, public_id: str) -> bool:
         """One delivery round; True when the job is finished and fully delivered."""
+        # Take the job's render lease first: only its owner claims the job's rows, so two
+        # bot processes never race for them; then read the job after claiming its rows, so
+        # the progress message is at least as new as every notice that follows it.
+        binding = await self._binding(await self.bot.store.get(public_id))
+        taken = await self.bot.pool.fetchrow(
+            sql("binding_take_render"), job_id, self.name, self.settings.delivery_lease_seconds
+        )
+        if taken is None:  # another bot process renders this job; its rows wait for it
+            return True
         rows = await self.bot.outbox.claim(job_id)
         status = await self.bot.store.status(public_id)
         job = status.job
-        try:
-            binding = await self._binding(status)
-        except Retry:
-            await self.bot.outbox.release([r.id for r in rows], 0.2)
-            raise
+        binding = taken
         pending = list(rows)
         try:
             binding = await self._ensure_thread(status, binding)
@@ -291,8 +304,7 @@ class Delivery:
             raise LookupError(f"{name}: no binding for job {args[0]}")
         return record
 
-    async def _binding(self, status: JobStatus) -> asyncpg.Record:
-        job = status.job
+    async def _binding(self, job: JobView) -> asyncpg.Record:
         binding = await self.bot.pool.fetchrow(sql("binding_get"), job.id)
         if binding is not None and (binding["anchor_message_id"] or binding["thread_id"]
                                     or binding["channel_type"] not in THREADABLE):
@@ -333,30 +345,31 @@ class Delivery:
                     anchor = str(msg.id)
                 await self.pacer.wait(SETUP)
                 try:
-                    thread = await parent.get_partial_message(int(anchor)).create_thread(
-                        name=name, auto_archive_duration=1440
+                    # Straight through the HTTP layer: it needs no guild cache, so it works
+                    # right after a restart, before the gateway has sent GUILD_CREATE.
+                    made = await self.bot.http.start_thread_with_message(
+                        channel_id, int(anchor), name=name, auto_archive_duration=1440
                     )
-                    thread_id = str(thread.id)
+                    thread_id = str(made["id"])
                 except discord.HTTPException as exc:
                     if exc.code != THREAD_ALREADY_CREATED:
                         raise
                     thread_id = str(anchor)  # a thread started from a message has its id
         elif ctype in FORUMS:
-            forum = self.bot.get_channel(channel_id)
-            if forum is None:
-                await self.pacer.wait(SETUP)
-                forum = await self.bot.fetch_channel(channel_id)
-            assert isinstance(forum, discord.ForumChannel)
             view = self._progress_view(status)
+            buttons = cancel_view(job.public_id) if view.cancellable else None
             await self.pacer.wait(SETUP)
-            made = await forum.create_thread(
-                name=name, content=view.content,
-                view=cancel_view(job.public_id) if view.cancellable else discord.utils.MISSING,
-            )
-            await self.bot.pool.execute(sql("binding_set_thread"), job.id, str(made.thread.id))
+            with discord.http.handle_message_parameters(
+                content=view.content,
+                view=buttons if buttons is not None else discord.utils.MISSING,
+                allowed_mentions=discord.AllowedMentions.none(),
+                channel_payload={"name": name, "auto_archive_duration": 1440, "type": 11},
+            ) as params:
+                post = await self.bot.http.start_thread_in_forum(channel_id, params=params)
+            await self.bot.pool.execute(sql("binding_set_thread"), job.id, str(post["id"]))
             self.stats["posts"] += 1
             return await self._write(
-                "binding_set_progress_message", job.id, str(made.message.id),
+                "binding_set_progress_message", job.id, str(post["message"]["id"]),
                 view.state.value, _hash(view.key),
             )
         else:  # a DM, a thread it was summoned in, or any other text channel: post right there

@@ -55,3 +55,14 @@ SELECT hash FROM discord_command_sync WHERE scope = $1;
 -- Remember the command payload just synced to this scope.
 INSERT INTO discord_command_sync (scope, hash) VALUES ($1, $2)
 ON CONFLICT (scope) DO UPDATE SET hash = excluded.hash, synced_at = now();
+
+-- name: binding_take_render
+-- Take (or renew) the right to render a job's progress message; no row: another process has it.
+UPDATE discord_binding
+SET render_owner = $2, render_until = now() + make_interval(secs => $3)
+WHERE job_id = $1 AND (render_owner IS NULL OR render_owner = $2 OR render_until < now())
+RETURNING *;
+
+-- name: binding_release_render
+-- Give up every render lease of a process that is shutting down.
+UPDATE discord_binding SET render_owner = NULL, render_until = NULL WHERE render_owner = $1;

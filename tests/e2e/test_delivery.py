@@ -8,6 +8,7 @@ import time
 from collections import Counter
 
 from bot.client import ErrandBot
+from discord_emulator import patched
 from discord_emulator import permissions as P
 from discord_emulator.testing import running_bot
 from jobs.worker import Worker
@@ -140,3 +141,39 @@ async def _notice_count(errand: Errand, ids: list[str]) -> int | None:
 
 
 
+
+
+async def test_two_bot_processes_delivering_at_once_never_duplicate_or_go_back(
+    errand: Errand, bot: ErrandBot, worker: Worker
+) -> None:
+    """A rolling restart: a second bot delivers from the same database while the first still
+    runs. Each notice is sent once, and no progress message shows a state after its terminal
+    one (one process renders a job at a time)."""
+    other = errand.new_bot()
+    assert errand.emu.application is not None
+    with patched(errand.emu):
+        await other.login(errand.emu.application.token)  # runs setup_hook: delivery starts
+        try:
+            ids = [(await errand.summon(f"job {n}", params="steps=2 step_seconds=0.2"))[1]
+                   for n in range(10)]
+            for job_id in ids:
+                await errand.wait_progress_state(job_id, "succeeded")
+            counts = await poll(lambda: _notice_count_of(errand, ids, 10))
+        finally:
+            await other.close()
+    assert counts == 10
+    # Both processes race for every job; whichever took its render lease sent its notice.
+    assert bot.delivery.stats["notices"] + other.delivery.stats["notices"] == 10
+    for job_id in ids:
+        msg = await errand.progress_message(job_id)
+        shown = [state_of(v.content) for v in msg.versions]
+        assert shown[shown.index("succeeded"):] == ["succeeded"], shown
+        assert len(errand.notices(msg.channel_id)) == 1
+
+
+async def _notice_count_of(errand: Errand, ids: list[str], want: int) -> int | None:
+    count = await errand.pool.fetchval(
+        "SELECT count(*) FROM outbox o JOIN job j ON j.id = o.job_id "
+        "WHERE j.public_id = ANY($1) AND o.payload->>'to' = 'succeeded' "
+        "AND o.delivered_at IS NOT NULL", ids)
+    return int(count) if count == want else None
