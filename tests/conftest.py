@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -42,6 +43,21 @@ def server_dsn() -> Iterator[str]:
     with tempfile.TemporaryDirectory(prefix="errand-pg-") as tmp:
         yield embedded_dsn(Path(tmp) / "pgdata")
         stop_embedded(Path(tmp) / "pgdata")  # before its directory goes
+
+
+@pytest.fixture
+def data_root() -> Iterator[Path]:
+    """A scratch directory for an embedded PostgreSQL's data, outside pytest's ``tmp_path``.
+
+    pytest resets ``/tmp/pytest-of-<user>`` to mode 0700 whenever a session starts; as root the
+    embedded server runs as its own system user, which then could not reach its data directory.
+    """
+    root = Path(tempfile.mkdtemp(prefix="errand-test-"))
+    root.chmod(0o755)
+    yield root
+    for pgdata in root.rglob("postmaster.pid"):
+        stop_embedded(pgdata.parent)
+    shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

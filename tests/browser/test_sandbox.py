@@ -79,7 +79,7 @@ def test_summon_watch_cancel_and_reload(
     expect(box).to_have_value("/job status ")
     box.fill("")
 
-    job_id, answer = summon(page, "/summon task:count to three params:steps=3 step_seconds=0.3")
+    job_id, answer = summon(page, "/summon task:count to three params:steps=3 step_seconds=1")
     thread_id, progress = open_thread(page, answer, job_id)
     expect(progress).to_contain_text("succeeded", timeout=WAIT_MS)
     expect(progress.locator("button", has_text="Cancel")).to_have_count(0)

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -44,13 +41,8 @@ def run(data: Path, mode: str) -> str:
 
 
 @pytest.fixture
-def data() -> Iterator[Path]:
-    """A data directory outside pytest's tmp_path: pytest resets ``/tmp/pytest-of-root`` to
-    mode 0700 when a session starts, which would lock out the server's own system user."""
-    parent = Path(tempfile.mkdtemp(prefix="errand-dbtest-"))
-    yield parent / "pgdata"
-    stop_embedded(parent / "pgdata")
-    shutil.rmtree(parent, ignore_errors=True)
+def data(data_root: Path) -> Path:
+    return data_root / "pgdata"
 
 
 def postmaster_pid(data: Path) -> int:
