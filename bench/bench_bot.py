@@ -5,8 +5,8 @@ PostgreSQL). Everything is real: the discord.py bot (``bot.client.ErrandBot``) w
 pacing (one edit per second per message, 45 requests/s), an in-process worker, the emulator with
 Discord's rules (rate-limit windows 100x shorter, as in the tests, so the run takes seconds).
 
-1. Ack latency: /summon sent by the emulator -> the interaction's answer, p50/p99, for jobs
-   summoned all at once in one channel (the answer carries the job id).
+1. Ack latency: /summon sent by the emulator -> the interaction's answer (which carries the job
+   id), p50/p99: one at a time on an idle bot, then for jobs summoned all at once.
 2. Edits per job: versions of each progress message after the post, until its terminal state.
 3. Terminal-edit delay: the job's ``finished_at`` (database clock) -> the emulator receiving the
    edit that shows the terminal state (same host clock), p50/p99/max.
@@ -42,7 +42,7 @@ STATE = re.compile(r"\*\*(succeeded|failed|cancelled)\*\*")
 JOB_ID = re.compile(r"Job `([a-z0-9]+)`")
 
 
-async def run(jobs: int, steps: int, step_seconds: float) -> None:
+async def run(jobs: int, steps: int, step_seconds: float, sequential: int) -> None:
     dsn = await fresh_db(server_dsn(), "errand_bench_bot")
     pool = await create_pool(dsn, min_size=2, max_size=20)
     registry = default_registry()
@@ -76,6 +76,19 @@ async def run(jobs: int, steps: int, step_seconds: float) -> None:
                 assert match, answer.content
                 return match[1], time.perf_counter() - t0
 
+            # One at a time first: the answer latency of an idle bot.
+            single = []
+            for n in range(sequential):
+                t0 = time.perf_counter()
+                handle = await emu.invoke_slash(world.alice, world.channel, "summon",
+                                                {"task": f"one {n}", "params": "steps=0"})
+                await handle.wait_original(timeout=30)
+                single.append(time.perf_counter() - t0)
+            # Let their deliveries finish, so the burst below starts from a quiet bot.
+            while sequential and await pool.fetchval(  # noqa: ASYNC110 - polling the DB
+                    "SELECT count(*) FROM outbox WHERE delivered_at IS NULL AND dead_at IS NULL"):
+                await asyncio.sleep(0.1)
+
             t_start = time.perf_counter()
             results = await asyncio.gather(*(summon(n) for n in range(jobs)))
             ids = [r[0] for r in results]
@@ -108,7 +121,11 @@ async def run(jobs: int, steps: int, step_seconds: float) -> None:
 
     print(f"jobs: {jobs} summoned at once in one channel, demo steps={steps} "
           f"step_seconds={step_seconds}; all terminal after {wall:.1f} s")
-    print(f"ack latency: p50 {quantile(acks, 0.5) * 1000:.0f} ms, "
+    if single:
+        print(f"ack latency, one at a time ({len(single)}): "
+              f"p50 {quantile(single, 0.5) * 1000:.0f} ms, "
+              f"p99 {quantile(single, 0.99) * 1000:.0f} ms")
+    print(f"ack latency, all at once: p50 {quantile(acks, 0.5) * 1000:.0f} ms, "
           f"p99 {quantile(acks, 0.99) * 1000:.0f} ms, max {max(acks) * 1000:.0f} ms")
     print(f"edits per job: mean {sum(edits) / len(edits):.1f}, min {min(edits)}, "
           f"max {max(edits)} (progress is written by the worker at most 2/s, "
@@ -125,8 +142,10 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=100)
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--step-seconds", type=float, default=0.5)
+    parser.add_argument("--sequential", type=int, default=50,
+                        help="jobs summoned one at a time first (ack latency when idle)")
     args = parser.parse_args()
-    asyncio.run(run(args.jobs, args.steps, args.step_seconds))
+    asyncio.run(run(args.jobs, args.steps, args.step_seconds, args.sequential))
 
 
 if __name__ == "__main__":
