@@ -182,8 +182,11 @@ class JobCommands:
         except (InvalidParams, QuotaExceeded) as exc:
             await self.reply(interaction, render.code(str(exc), 400))
             return
-        where = ("Follow it in the thread on this message"
-                 if channel_type == discord.ChannelType.text.value else "Follow it here")
+        where = {
+            discord.ChannelType.text.value: "Follow it in the thread on this message",
+            discord.ChannelType.news.value: "Follow it in the thread on this message",
+            discord.ChannelType.forum.value: "Follow it in its own post in this forum",
+        }.get(channel_type, "Follow it here")
         answer = (f"Job `{job.public_id}` ({job.kind}) is queued. {where}, or with "
                   f"`/job status {job.public_id}`.")
         response = await interaction.response.send_message(answer)

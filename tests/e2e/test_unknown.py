@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from pydantic import BaseModel, ConfigDict
+
 from bot.client import ErrandBot
+from jobs.context import Context
+from jobs.kinds import kind
 from jobs.store import Finish
 
 from .conftest import Errand, poll, state_of
@@ -44,3 +48,39 @@ async def test_unknown_is_shown_with_what_to_do_and_an_operator_resolves_it(
     assert state_of(emu.message(msg.id).content) == "succeeded"
     notices = await poll(lambda: n if len(n := errand.notices(msg.channel_id)) == 2 else None)
     assert "resolved as succeeded" in notices[1].content
+
+
+class _Params(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+@kind("e2e_resolvable", params=_Params, requester_may_resolve=True)
+async def _resolvable(ctx: Context, params: _Params) -> dict[str, bool]:
+    """A kind whose requester may settle an unknown outcome."""
+    return {"ok": True}
+
+
+async def test_the_requester_resolves_when_the_kind_allows_it(
+    errand: Errand, bot: ErrandBot
+) -> None:
+    """For a kind with requester_may_resolve, the progress message tells the requester how, and
+    /job resolve by the requester settles it; another member is refused."""
+    emu, world = errand.emu, errand.world
+    _, job_id = await errand.summon(kind="e2e_resolvable", params=None)
+    await errand.wait_progress_state(job_id, "queued")
+    [claim] = await errand.store.claim("test-worker", limit=1, lease_seconds=30)
+    await errand.store.finish_one(Finish(claim.job_id, claim.attempt_id, "unknown",
+                                         reason="lost"))
+    msg = await errand.wait_progress_state(job_id, "unknown")
+    assert f"Check whether it happened, then `/job resolve {job_id}`." in \
+        emu.message(msg.id).content
+    bob = emu.create_user("bob")
+    emu.add_member(world.guild, bob)
+    handle = await emu.invoke_slash(bob, world.channel, "job resolve",
+                                    {"id": job_id, "outcome": "failed", "note": "x"})
+    assert (await handle.wait_original()).content.startswith("Only the requester")
+    handle = await emu.invoke_slash(world.alice, world.channel, "job resolve",
+                                    {"id": job_id, "outcome": "failed", "note": "never sent"})
+    assert (await handle.wait_original()).content == f"Resolved job `{job_id}`: now failed."
+    final = await errand.wait_progress_state(job_id, "failed")
+    assert "resolved as failed" in emu.message(final.id).content
