@@ -4,6 +4,9 @@ restart, and 100 jobs at once in one channel."""
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import sys
 import time
 from collections import Counter
 
@@ -89,6 +92,28 @@ async def test_an_undeliverable_notice_is_retried_then_dead_lettered_without_blo
     handle = await emu.invoke_slash(world.alice, world.channel, "job status", {"id": blocked})
     page = (await handle.wait_original()).content
     assert "Notice (succeeded) not delivered: 403 50013" in page
+
+    # The operator sees it in the CLI, fixes the permission and retries: delivered once.
+    listed = json.loads(await _errand(errand, "outbox", "list", "--job", blocked, "--json"))
+    [dead] = [n for n in listed["notices"] if n["dead_at"]]
+    assert "403" in dead["last_error"]
+    emu.set_overwrite(world.channel, emu.bot_user, deny=0)
+    await _errand(errand, "outbox", "retry", str(dead["id"]))
+    thread = await errand.thread_of(blocked)
+    [notice] = await poll(lambda: errand.notices(thread))
+    assert "**succeeded**" in notice.content
+
+
+async def _errand(errand: Errand, *args: str) -> str:
+    """Run the errand CLI on the test database; its stdout."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ERRAND_")}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", "from bot.cli import main; main()", *args,
+        env=env | {"DATABASE_URL": errand.dsn}, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0, err.decode()
+    return out.decode()
 
 
 async def test_a_hundred_jobs_in_one_channel_all_end_terminal_without_429_storms(
