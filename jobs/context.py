@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 import structlog
 
 from jobs.budget import Budget, Meter, Usage
+from jobs.db import UNAVAILABLE
 
 if TYPE_CHECKING:
     from jobs.asset import AssetRef
@@ -112,7 +113,12 @@ class Context:
             return
         value, self._progress = self._progress, None
         self._progress_written_at = time.monotonic()
-        await self.store.set_progress(self.job_id, self.attempt_id, value)
+        try:
+            await self.store.set_progress(self.job_id, self.attempt_id, value)
+        except UNAVAILABLE as exc:
+            # Progress is advisory: a database blip must not fail the job; the next report
+            # carries the latest value anyway.
+            self.log.warning("job.progress_not_written", error=str(exc))
 
     async def flush(self) -> None:
         """Write pending progress now (the runtime calls this before recording the end)."""

@@ -22,6 +22,17 @@ log = get_logger("db")
 Conn = asyncpg.Connection | asyncpg.pool.PoolConnectionProxy
 """A connection, pooled or not."""
 
+UNAVAILABLE: tuple[type[BaseException], ...] = (
+    OSError,
+    TimeoutError,
+    asyncpg.PostgresConnectionError,
+    asyncpg.CannotConnectNowError,
+    asyncpg.InterfaceError,  # e.g. a pooled connection closed under us
+    asyncpg.exceptions.AdminShutdownError,
+    asyncpg.exceptions.CrashShutdownError,
+)
+"""Errors that mean "the database is unreachable right now", as opposed to a refused query."""
+
 
 def embedded_dsn(data_dir: Path) -> str:
     """Start (or join) the embedded PostgreSQL in ``data_dir`` and return its DSN."""

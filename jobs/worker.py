@@ -24,6 +24,7 @@ import structlog
 from jobs import metrics
 from jobs.budget import Budget
 from jobs.context import Context
+from jobs.db import UNAVAILABLE, connect
 from jobs.kinds import Registry
 from jobs.logs import get_logger
 from jobs.model import Claim
@@ -32,6 +33,9 @@ from jobs.settings import BudgetSettings, WorkerSettings, default_data_dir
 from jobs.store import Finish, JobStore
 
 log = get_logger("worker")
+
+# A failed reaper round (a conflict or an outage) is retried next round; it never stops a worker.
+_REAPER_ERRORS: tuple[type[BaseException], ...] = (asyncpg.PostgresError, *UNAVAILABLE)
 
 
 def incarnation() -> str:
@@ -84,13 +88,15 @@ class Worker:
     async def run(self, stop: asyncio.Event, hard_stop: asyncio.Event | None = None) -> None:
         """Run until ``stop`` is set, then shut down gracefully (``hard_stop`` cuts it short)."""
         log.info("worker.started", worker=self.name, concurrency=self.settings.concurrency)
-        await self._listen()
+        listening = asyncio.Event()
         loops = [
+            asyncio.create_task(self._listen_loop(listening), name="listen"),
             asyncio.create_task(self._claim_loop(), name="claim"),
             asyncio.create_task(self._heartbeat_loop(), name="heartbeat"),
             asyncio.create_task(self._reaper_loop(), name="reaper"),
             asyncio.create_task(self._flush_loop(), name="flush"),
         ]
+        await listening.wait()
         self.ready.set()
         try:
             stopper = asyncio.create_task(stop.wait())
@@ -106,10 +112,10 @@ class Worker:
             if self._flushing is not None and not self._flushing.done():
                 await self._flushing
             if self._finished:
-                await self.store.finish(self._drain())
-            if self._listener is not None:
-                with contextlib.suppress(Exception):
-                    await self._listener.close()
+                try:
+                    await self.store.finish(self._drain())
+                except UNAVAILABLE as exc:  # the leases expire; the reaper settles these jobs
+                    log.warning("worker.final_flush_failed", error=str(exc))
             log.info("worker.stopped", worker=self.name)
 
     async def _shutdown(self, hard_stop: asyncio.Event) -> None:
@@ -138,15 +144,42 @@ class Worker:
 
     # -- wake-ups -------------------------------------------------------------------------
 
-    async def _listen(self) -> None:
-        try:
-            from jobs.db import connect
+    async def _listen_loop(self, listening: asyncio.Event) -> None:
+        """Keep one LISTEN connection, reconnecting with backoff when it is lost.
 
-            self._listener = await connect(self.dsn)
-            await self._listener.add_listener("errand_job", self._on_job)
-            await self._listener.add_listener("errand_cancel", self._on_cancel)
-        except (OSError, asyncpg.PostgresError) as exc:
-            log.warning("worker.listen_failed", error=str(exc))  # polling still works
+        While it is down, polling (``poll_seconds``) and heartbeat replies still find new jobs
+        and cancels; after a reconnect the claim loop is woken, since NOTIFYs were missed.
+        """
+        delay = 0.2
+        while True:
+            lost = asyncio.Event()
+            conn: asyncpg.Connection | None = None
+            try:
+                conn = await connect(self.dsn)
+                conn.add_termination_listener(lambda _conn, lost=lost: lost.set())
+                await conn.add_listener("errand_job", self._on_job)
+                await conn.add_listener("errand_cancel", self._on_cancel)
+                self._listener, delay = conn, 0.2
+                listening.set()
+                self._wake.set()
+                await lost.wait()
+                log.warning("worker.listener_lost")
+            except UNAVAILABLE as exc:
+                log.warning("worker.listen_failed", error=str(exc), retry_in=delay)
+            finally:
+                listening.set()  # polling works without it; do not hold the start
+                self._listener = None
+                if conn is not None and not conn.is_closed():
+                    with contextlib.suppress(Exception):
+                        await conn.close()
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 5.0)
+
+    async def _unavailable(self, what: str, exc: BaseException, delay: float) -> float:
+        """Log a database outage seen by one loop, wait, and return the next delay."""
+        log.warning("worker.database_unavailable", during=what, error=str(exc), retry_in=delay)
+        await asyncio.sleep(delay)
+        return min(delay * 2, 5.0)
 
     def _on_job(self, *_: Any) -> None:
         self._wake.set()
@@ -170,17 +203,23 @@ class Worker:
     # -- loops ----------------------------------------------------------------------------
 
     async def _claim_loop(self) -> None:
+        delay = 0.2
         while not self._stopping.is_set():
             free = self.settings.concurrency - len(self.running)
             claims: list[Claim] = []
             if free > 0:
                 self._wake.clear()
-                claims = await self.store.claim(
-                    self.name,
-                    limit=min(free, self.settings.claim_batch),
-                    lease_seconds=self.settings.lease_seconds,
-                    kinds=self.registry.names(),
-                )
+                try:
+                    claims = await self.store.claim(
+                        self.name,
+                        limit=min(free, self.settings.claim_batch),
+                        lease_seconds=self.settings.lease_seconds,
+                        kinds=self.registry.names(),
+                    )
+                except UNAVAILABLE as exc:
+                    delay = await self._unavailable("claim", exc, delay)
+                    continue
+                delay = 0.2
                 for claim in claims:
                     self._start(claim)
             if free > 0 and len(claims) == min(free, self.settings.claim_batch):
@@ -192,7 +231,12 @@ class Worker:
     async def _heartbeat_loop(self) -> None:
         while True:
             await asyncio.sleep(self.settings.heartbeat_seconds)
-            await self.heartbeat()
+            try:
+                await self.heartbeat()
+            except UNAVAILABLE as exc:
+                # Jobs keep running; if the outage outlasts the lease, the reaper settles them
+                # and the first heartbeat after it answers "lost", which stops them here.
+                log.warning("worker.database_unavailable", during="heartbeat", error=str(exc))
 
     async def heartbeat(self) -> None:
         """Renew leases; stop attempts that were cancelled or lost their lease."""
@@ -218,20 +262,31 @@ class Worker:
                     retry_base=self.settings.retry_base_seconds,
                     retry_cap=self.settings.retry_cap_seconds,
                 )
-            except asyncpg.PostgresError as exc:
+            except _REAPER_ERRORS as exc:
                 log.warning("reaper.failed", error=str(exc))
                 continue
             if done:
                 log.info("reaper.acted", **done)
 
     async def _flush_loop(self) -> None:
+        delay = 0.2
         while True:
             await self._flush.wait()
             self._flush.clear()
             if self._finished:
                 # Shielded: stopping the loop at shutdown must not lose a batch being written.
-                self._flushing = asyncio.ensure_future(self.store.finish(self._drain()))
-                await asyncio.shield(self._flushing)
+                batch = self._drain()
+                self._flushing = asyncio.ensure_future(self.store.finish(batch))
+                try:
+                    await asyncio.shield(self._flushing)
+                except UNAVAILABLE as exc:
+                    # Keep the outcomes and write them once the database is back; fenced by
+                    # attempt, a write that comes too late becomes an ignored event.
+                    self._finished[:0] = batch
+                    delay = await self._unavailable("finish", exc, delay)
+                    self._flush.set()
+                    continue
+                delay = 0.2
                 self._wake.set()  # slots are free: claim again
 
     def _drain(self) -> list[Finish]:
