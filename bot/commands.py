@@ -9,6 +9,7 @@ answer is "no such job", the same as for an id that never existed.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shlex
 from typing import TYPE_CHECKING, Any
@@ -170,15 +171,22 @@ class JobCommands:
             "interaction_id": str(interaction.id),
             "task": task,
         }
+        # The submit is one short transaction; should the database be slow, acknowledge
+        # (deferred answer) before Discord's 3 s deadline and answer when the submit is done.
+        submit = asyncio.ensure_future(self.bot.store.submit(
+            kind_name,
+            values,
+            requester=requester_of(interaction.user),
+            origin=origin,
+            origin_group=group_of(interaction),
+            idempotency_key=f"{TRANSPORT}:{interaction.id}",
+        ))
+        done, _ = await asyncio.wait({submit}, timeout=self.bot.settings.defer_after_seconds)
+        deferred = not done
+        if deferred:
+            await interaction.response.defer(thinking=True)
         try:
-            job, _created = await self.bot.store.submit(
-                kind_name,
-                values,
-                requester=requester_of(interaction.user),
-                origin=origin,
-                origin_group=group_of(interaction),
-                idempotency_key=f"{TRANSPORT}:{interaction.id}",
-            )
+            job, _created = await submit
         except (InvalidParams, QuotaExceeded) as exc:
             await self.reply(interaction, render.code(str(exc), 400))
             return
@@ -189,10 +197,16 @@ class JobCommands:
         }.get(channel_type, "Follow it here")
         answer = (f"Job `{job.public_id}` ({job.kind}) is queued. {where}, or with "
                   f"`/job status {job.public_id}`.")
-        response = await interaction.response.send_message(answer)
-        log.info("job.summoned", job_id=job.public_id, kind=job.kind, guild=origin["guild_id"])
+        anchor: int | None
+        if deferred:
+            # The first follow-up of a deferred answer becomes the answer message.
+            anchor = (await interaction.followup.send(answer, wait=True)).id
+        else:
+            response = await interaction.response.send_message(answer)
+            anchor = response.message_id if response is not None else None
+        log.info("job.summoned", job_id=job.public_id, kind=job.kind, guild=origin["guild_id"],
+                 deferred=deferred)
         # After the answer: remember the message to start the thread from, then wake delivery.
-        anchor = response.message_id if response is not None else None
         await self.bot.pool.execute(
             sql("binding_insert"),
             job.id,

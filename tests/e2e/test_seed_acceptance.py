@@ -7,9 +7,11 @@ import asyncio
 import time
 
 from bot.client import ErrandBot
+from discord_emulator.testing import running_bot
+from jobs.store import JobStore, Quotas
 from jobs.worker import Worker
 
-from .conftest import Errand, poll, state_of
+from .conftest import JOB_ID, Errand, fast_bot_settings, poll, state_of
 
 
 async def test_submitting_long_work_returns_an_id_without_holding_the_transport_open(
@@ -126,3 +128,33 @@ async def test_a_cancelled_job_stops_ends_cancelled_and_never_reports_success(
     assert errand.emu.message(msg.id).components == []  # the Cancel button is gone
     notices = errand.notices(msg.channel_id)
     assert [("**cancelled**" in n.content) for n in notices] == [True]
+
+
+async def test_a_slow_submit_is_acknowledged_before_the_deadline_then_answered(
+    errand: Errand,
+) -> None:
+    """When the database stalls the submit (here: a quota lock held elsewhere), the bot
+    acknowledges within the deadline (deferred), answers with the id once the job exists, and
+    the thread still starts from that answer."""
+    emu, world = errand.emu, errand.world
+    store = JobStore(errand.pool, errand.registry, quotas=Quotas(per_requester=100))
+    bot = ErrandBot(store=store, dsn=errand.dsn, registry=errand.registry,
+                    settings=fast_bot_settings(defer_after_seconds=0.3))
+    async with running_bot(emu, bot):
+        errand.bot = bot
+        async with errand.pool.acquire() as conn, conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 1))",
+                               f"discord:{world.alice.id}")
+            started = time.perf_counter()
+            handle = await emu.invoke_slash(world.alice, world.channel, "summon",
+                                            {"task": "slow db", "kind": "demo"})
+            await handle.wait_response()
+            assert time.perf_counter() - started < 1.0
+            assert handle.response_type == 5  # deferred: acknowledged, answer to follow
+            await asyncio.sleep(0.5)
+            assert await errand.pool.fetchval("SELECT count(*) FROM job") == 0
+        answer = await handle.wait_original()
+        match = JOB_ID.search(answer.content)
+        assert match is not None
+        msg = await errand.wait_progress_state(match[1], "queued")
+        assert msg.channel_id == answer.id  # the thread started from the answer
