@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from jobs.cli import app
+from jobs.cli import app, run
 
 
 @app.command()
@@ -57,4 +57,4 @@ def run_command() -> None:
 
 def main() -> None:
     """Run the ``errand`` CLI."""
-    app()
+    run(app)

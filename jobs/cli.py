@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable
@@ -38,9 +39,12 @@ def fail(message: str) -> NoReturn:
     raise typer.Exit(2)
 
 
-def _settings() -> Settings:
+def _settings(*, quiet: bool = False) -> Settings:
     settings = Settings()
-    configure(settings.log_level, settings.log_format)
+    # One-shot commands print their answer; routine info lines (a migration applied on the way)
+    # would only bury it. ERRAND_LOG_LEVEL still wins when set.
+    level = "warning" if quiet and "ERRAND_LOG_LEVEL" not in os.environ else settings.log_level
+    configure(level, settings.log_format)
     return settings
 
 
@@ -48,7 +52,7 @@ def with_engine(fn: Callable[[Engine], Awaitable[T]]) -> T:
     """Run ``fn`` against a migrated engine; engine errors become exit code 2."""
 
     async def main() -> T:
-        async with open_engine(_settings(), pool_max=2) as engine:
+        async with open_engine(_settings(quiet=True), pool_max=2) as engine:
             return await fn(engine)
 
     try:
@@ -308,9 +312,22 @@ def prune(
     emit(done.to_json(), as_json, f"{verb} {done.jobs} job(s)")
 
 
+def run(application: typer.Typer) -> None:
+    """Run a CLI app; a usage error (bad option, missing argument) is one line and exit 2."""
+    from typer.exceptions import TyperException
+
+    try:
+        code = application(standalone_mode=False)
+    except TyperException as exc:  # typer's (vendored click's) usage and parameter errors
+        message = " ".join(exc.format_message().split())
+        if message:  # empty when the help was shown (no arguments at all)
+            typer.echo(f"error: {message} (see --help)", err=True)
+        sys.exit(exc.exit_code or 2)
+    except (KeyboardInterrupt, typer.Abort):
+        sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
 def main() -> None:
     """Entry point of the engine-only CLI."""
-    try:
-        app()
-    except KeyboardInterrupt:
-        sys.exit(130)
+    run(app)

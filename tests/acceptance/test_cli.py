@@ -89,8 +89,8 @@ async def test_a_worker_killed_mid_job_is_taken_over_after_its_lease_expires(
 async def test_bad_input_exits_2_with_one_line_and_changes_nothing(
     errand_raw: Callable[..., Awaitable[Ran]], pool: asyncpg.Pool
 ) -> None:
-    """Unknown id, bad params, unknown kind, bad --param, illegal transition: exit 2, one
-    stderr line, no change in the database."""
+    """Unknown id, bad params, unknown kind, bad --param, illegal transition, bad usage:
+    exit 2, one stderr line, no change in the database."""
     queued = await errand_raw("job", "submit", "sleep", "--json")
     assert queued.code == 0
     before = await pool.fetchval("SELECT count(*) FROM event")
@@ -101,6 +101,9 @@ async def test_bad_input_exits_2_with_one_line_and_changes_nothing(
         ("job", "submit", "sleep", "--param", "seconds"),
         ("job", "submit", "no-such-kind"),
         ("job", "resolve", "zzzzzzzz", "--as", "failed", "--note", "x"),
+        ("job", "list", "--state", "bogus"),  # usage errors too: one line, not a box
+        ("job", "status"),
+        ("job", "frobnicate"),
     ]
     job_id = __import__("json").loads(queued.out)["id"]
     cases.append(("job", "resolve", job_id, "--as", "failed", "--note", "not unknown"))
