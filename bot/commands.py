@@ -12,7 +12,8 @@ from __future__ import annotations
 import asyncio
 import json
 import shlex
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import discord
 from discord import app_commands
@@ -37,6 +38,8 @@ MAX_PARAMS = 1000
 TASK_FIELDS = ("prompt", "task", "text")
 
 NO_SUCH_JOB = "No such job."
+
+T = TypeVar("T")
 
 
 def requester_of(user: discord.abc.User) -> str:
@@ -89,6 +92,16 @@ class JobCommands:
             await interaction.followup.send(text, ephemeral=True)
         else:
             await interaction.response.send_message(text, ephemeral=True)
+
+    async def in_time(self, interaction: discord.Interaction[Any], work: Awaitable[T]) -> T:
+        """Await ``work`` (database reads and writes); should it outlast
+        ``defer_after_seconds`` (a slow database, a job row locked by a worker), acknowledge
+        first with an ephemeral deferred answer: Discord drops answers later than 3 s."""
+        task = asyncio.ensure_future(work)
+        done, _ = await asyncio.wait({task}, timeout=self.bot.settings.defer_after_seconds)
+        if not done and not interaction.response.is_done():
+            await interaction.response.defer(ephemeral=True, thinking=True)
+        return await task
 
     async def visible(
         self, interaction: discord.Interaction[Any], raw: str | None
@@ -252,47 +265,54 @@ class JobCommands:
     # -- /job ... -------------------------------------------------------------------------
 
     async def status(self, interaction: discord.Interaction[Any], job_id: str | None) -> None:
+        await self.reply(interaction, await self.in_time(interaction,
+                                                         self._status(interaction, job_id)))
+
+    async def _status(self, interaction: discord.Interaction[Any], job_id: str | None) -> str:
         job = await self.visible(interaction, job_id)
         if job is None:
-            await self.reply(interaction, NO_SUCH_JOB if job_id else
-                             "Give a job id, or ask inside a job's thread.")
-            return
+            return NO_SUCH_JOB if job_id else "Give a job id, or ask inside a job's thread."
         status = await self.bot.store.status(job.public_id)
         binding = await self.bot.pool.fetchrow(sql("binding_get"), job.id)
         deliveries = await self.bot.outbox.rows(job.id)
-        page = render.status_page(
+        return render.status_page(
             status,
             task=str(job.origin.get("task") or ""),
             thread_id=binding["thread_id"] if binding else None,
             deliveries=deliveries,
         )
-        await self.reply(interaction, page)
 
     async def cancel(
         self, interaction: discord.Interaction[Any], job_id: str | None, reason: str | None
     ) -> None:
         """Cancel if allowed; say exactly what happened."""
+        text, job = await self.in_time(interaction, self._cancel(interaction, job_id, reason))
+        await self.reply(interaction, text)
+        if job is not None:
+            self.bot.delivery.poke(job.id, job.public_id)
+
+    async def _cancel(
+        self, interaction: discord.Interaction[Any], job_id: str | None, reason: str | None
+    ) -> tuple[str, JobView | None]:
+        """The answer, and the job when a cancel was asked of the store."""
         job = await self.visible(interaction, job_id)
         if job is None:
-            await self.reply(interaction, NO_SUCH_JOB if job_id else
-                             "Give a job id, or ask inside a job's thread.")
-            return
+            return (NO_SUCH_JOB if job_id else "Give a job id, or ask inside a job's thread."),\
+                None
         if job.requester == requester_of(interaction.user):
             actor = Actor.REQUESTER
         elif self.may_moderate(interaction):
             actor = Actor.OPERATOR
         else:
-            await self.reply(interaction, f"Only the requester or a moderator can cancel job "
-                                          f"`{job.public_id}`.")
-            return
+            return (f"Only the requester or a moderator can cancel job `{job.public_id}`.",
+                    None)
         why = render.code(reason, 200) if reason and reason.strip() else None
         try:
             result = await self.bot.store.cancel(
                 job.public_id, actor=actor, by=requester_of(interaction.user), reason=why
             )
         except ErrandError as exc:
-            await self.reply(interaction, render.code(str(exc), 300))
-            return
+            return render.code(str(exc), 300), None
         pid = job.public_id
         answers = {
             "cancelled": f"Cancelled job `{pid}`.",
@@ -301,14 +321,13 @@ class JobCommands:
             "already_cancelling": f"Job `{pid}` is already cancelling.",
             "too_late": f"Too late: job `{pid}` already {result.job.state.value}.",
         }
-        await self.reply(interaction, answers[result.outcome])
-        self.bot.delivery.poke(job.id, job.public_id)
+        return answers[result.outcome], job
 
     async def list(self, interaction: discord.Interaction[Any]) -> None:
-        jobs = await self.bot.store.list_jobs(
+        jobs = await self.in_time(interaction, self.bot.store.list_jobs(
             requester=requester_of(interaction.user), origin_group=group_of(interaction),
             limit=10,
-        )
+        ))
         if not jobs:
             await self.reply(interaction, "You have no jobs here yet. Start one with `/summon`.")
             return
@@ -318,36 +337,40 @@ class JobCommands:
     async def resolve(
         self, interaction: discord.Interaction[Any], job_id: str, outcome: str, note: str
     ) -> None:
+        text, job = await self.in_time(interaction,
+                                       self._resolve(interaction, job_id, outcome, note))
+        await self.reply(interaction, text)
+        if job is not None:
+            self.bot.delivery.poke(job.id, job.public_id)
+
+    async def _resolve(
+        self, interaction: discord.Interaction[Any], job_id: str, outcome: str, note: str
+    ) -> tuple[str, JobView | None]:
+        """The answer, and the job when it was resolved."""
         job = await self.visible(interaction, job_id)
         if job is None:
-            await self.reply(interaction, NO_SUCH_JOB)
-            return
+            return NO_SUCH_JOB, None
         note = note.strip()
         if not note or len(note) > 500:
-            await self.reply(interaction, "Say what you found in `note` (1 to 500 characters).")
-            return
+            return "Say what you found in `note` (1 to 500 characters).", None
         if self.is_operator(interaction):
             actor = Actor.OPERATOR
         elif job.requester == requester_of(interaction.user):
             actor = Actor.REQUESTER
         else:
-            await self.reply(interaction, "Only the requester (where the kind allows it) or an "
-                                          "operator can resolve this job.")
-            return
+            return ("Only the requester (where the kind allows it) or an operator can resolve "
+                    "this job."), None
         try:
             done = await self.bot.store.resolve(
                 job.public_id, actor=actor, outcome=outcome, note=note,
                 by=requester_of(interaction.user),
             )
         except NotAllowed as exc:
-            await self.reply(interaction, render.code(str(exc), 300))
-            return
+            return render.code(str(exc), 300), None
         except (ErrandError, ValueError):
-            await self.reply(interaction, f"Job `{job.public_id}` is {job.state.value}; only an "
-                                          "`unknown` job can be resolved.")
-            return
-        await self.reply(interaction, f"Resolved job `{done.public_id}`: now {done.state.value}.")
-        self.bot.delivery.poke(job.id, job.public_id)
+            return (f"Job `{job.public_id}` is {job.state.value}; only an `unknown` job can be "
+                    "resolved."), None
+        return f"Resolved job `{done.public_id}`: now {done.state.value}.", job
 
 
 def install(tree: app_commands.CommandTree[Any], jobs: JobCommands) -> None:

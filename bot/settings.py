@@ -55,7 +55,8 @@ class BotSettings(BaseSettings):
     # How long to wait for the /summon answer's message id before threading from a new message.
     anchor_wait_seconds: float = Field(default=10.0, ge=0)
     # /summon answers at once; if the submit takes longer than this (a slow database), it
-    # acknowledges first (Discord allows 3 s) and answers when the job exists.
+    # acknowledges first (Discord allows 3 s) and answers when the job exists. The /job
+    # commands and the Cancel button do the same (ephemeral) when their queries are slow.
     defer_after_seconds: float = Field(default=2.0, gt=0, lt=3)
     # discord.py waits this long after the last GUILD_CREATE before it is ready.
     guild_ready_timeout: float = Field(default=2.0, ge=0)
