@@ -369,6 +369,9 @@ class State:
                     default_forum_layout=0,
                     default_thread_rate_limit_per_user=0,
                 )
+            elif channel.type == VOICE:
+                # Voice channel objects always carry these (Channel resource: Channel Object).
+                data.update(bitrate=64000, user_limit=0, rtc_region=None)
         return data
 
     def message_payload(self, msg: Message, *, nested: bool = True) -> dict[str, Any]:

@@ -17,7 +17,6 @@ from discord_emulator.state import (
     FORUM,
     PRIVATE_THREAD,
     PUBLIC_THREAD,
-    VOICE,
     Channel,
 )
 from discord_emulator.validation import validate_message
@@ -47,7 +46,9 @@ def _bot_channel(request: web.Request) -> tuple[Channel, int]:
 async def create_message(request: web.Request) -> web.Response:
     emu = emu_of(request)
     channel, bot_id = _bot_channel(request)
-    if channel.type in (FORUM, VOICE, CATEGORY):
+    # Voice channels have a text chat ("Text in Voice"); forums take posts through the thread
+    # route and categories hold no messages.
+    if channel.type in (FORUM, CATEGORY):
         raise errors.cannot_send_in_voice()
     perms = emu.permissions(channel, bot_id)
     # Threads need Send Messages in Threads instead of Send Messages (Permissions docs).
