@@ -77,6 +77,7 @@ class Worker:
         self._early_cancels: dict[int, float] = {}  # attempt id -> when its cancel arrived
         self._stopping = asyncio.Event()
         self._finished: list[Finish] = []
+        self._writing: list[Finish] = []  # the batch being written by the flush loop
         self._flush = asyncio.Event()
         self._flushing: asyncio.Future[Any] | None = None
         self._listener: asyncpg.Connection | None = None
@@ -240,7 +241,9 @@ class Worker:
 
     async def heartbeat(self) -> None:
         """Renew leases; stop attempts that were cancelled or lost their lease."""
-        ids = list(self.running)
+        # Attempts whose end is not written yet keep their lease too (an outage keeps them
+        # here); any other attempt of this worker is one nobody will end: let it expire.
+        ids = [*self.running, *(f.attempt_id for f in (*self._finished, *self._writing))]
         verdicts = await self.store.heartbeat(self.name, self.settings.lease_seconds, ids)
         for attempt_id, verdict in verdicts.items():
             item = self.running.get(attempt_id)
@@ -275,7 +278,7 @@ class Worker:
             self._flush.clear()
             if self._finished:
                 # Shielded: stopping the loop at shutdown must not lose a batch being written.
-                batch = self._drain()
+                batch = self._writing = self._drain()
                 self._flushing = asyncio.ensure_future(self.store.finish(batch))
                 try:
                     await asyncio.shield(self._flushing)
@@ -286,6 +289,7 @@ class Worker:
                     delay = await self._unavailable("finish", exc, delay)
                     self._flush.set()
                     continue
+                self._writing = []
                 delay = 0.2
                 self._wake.set()  # slots are free: claim again
 

@@ -171,12 +171,13 @@ SELECT c.id, c.state AS from_state, m.state AS to_state, m.public_id, m.kind, m.
 FROM cur c LEFT JOIN moved m ON m.id = c.id;
 
 -- name: attempt_heartbeat
--- Renew every live lease of one worker in one statement; report which of the attempts the
--- worker believes it runs were asked to cancel or are no longer current.
+-- Renew the live leases of one worker in one statement, only those of the attempts it still
+-- holds ($3: running, or ended with the end not yet written), so an attempt it lost track of
+-- expires; report which of them were asked to cancel or are no longer current.
 WITH renewed AS (
     UPDATE attempt a SET heartbeat_at = now(), lease_expires_at = now() + make_interval(secs => $2)
     FROM job j
-    WHERE a.worker = $1 AND a.ended_at IS NULL AND j.id = a.job_id
+    WHERE a.worker = $1 AND a.ended_at IS NULL AND a.id = ANY($3::bigint[]) AND j.id = a.job_id
       AND j.current_attempt_id = a.id
     RETURNING a.id, j.state
 )

@@ -1,0 +1,70 @@
+"""Engine defects found in review, each pinned by the scenario that exposed it (real PostgreSQL)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+from pydantic import BaseModel, ConfigDict
+
+from jobs.context import Context
+from jobs.kinds import Kind, Registry
+from jobs.model import Claim
+from jobs.store import JobStore
+from tests.integration.runtime_support import running_worker, wait_for
+
+
+class _NoParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def _registry(**handlers: Any) -> Registry:
+    reg = Registry()
+    for name, handler in handlers.items():
+        reg.add(Kind(name=name, handler=handler, params=_NoParams, description=name))
+    return reg
+
+
+async def _noop(ctx: Context, params: _NoParams) -> dict[str, Any]:
+    return {"ok": True}
+
+
+async def test_attempt_that_ends_without_a_recorded_end_does_not_keep_its_lease(
+    pool: asyncpg.Pool, db_dsn: str, tmp_path: Path
+) -> None:
+    """A handler cancelled from inside (no stop asked) must not leave a lease renewed forever."""
+
+    async def self_cancel(ctx: Context, params: _NoParams) -> dict[str, Any]:
+        raise asyncio.CancelledError
+
+    reg = _registry(self_cancel=self_cancel)
+    store = JobStore(pool, reg)
+    job, _ = await store.submit("self_cancel", {}, requester="t")
+    async with running_worker(store, reg, db_dsn, tmp_path, lease_seconds=1.0):
+        done = await wait_for(store, job.public_id, {"succeeded", "failed", "cancelled",
+                                                     "unknown"}, within=10)
+    assert (done.state, done.reason) == ("failed", "lease expired; no attempts left")
+
+
+async def _two_steps_at_once(ctx: Context, params: _NoParams) -> dict[str, Any]:
+    async def one(name: str) -> None:
+        async with ctx.step(name) as meter:
+            await asyncio.sleep(0.05)
+            meter.tokens(total=80)
+            await asyncio.sleep(0.05)
+
+    await asyncio.gather(one("a"), one("b"))
+    return {"usage": ctx.usage.to_json() if ctx.usage else None}
+
+
+async def _claim_ctx(store: JobStore, worker: str, assets: Path) -> Context:
+    [claim] = await store.claim(worker, limit=1, lease_seconds=30)
+    return _ctx(store, claim, assets)
+
+
+def _ctx(store: JobStore, claim: Claim, assets: Path) -> Context:
+    return Context(store=store, job_id=claim.job_id, public_id=claim.public_id,
+                   attempt_id=claim.attempt_id, attempt=claim.attempt, kind=claim.kind,
+                   assets_dir=assets)
