@@ -2,25 +2,16 @@
 
 from __future__ import annotations
 
-import re
 from functools import cache
 from pathlib import Path
 
-_HEADER = re.compile(r"^-- name: (?P<name>[a-z_]+)\s*$", re.MULTILINE)
+from jobs.queries import load_named
 
 
 @cache
 def bot_queries() -> dict[str, str]:
-    """Every named query of the bot; raises on a duplicate name."""
-    found: dict[str, str] = {}
-    for path in sorted((Path(__file__).parent / "sql").glob("*.sql")):
-        text = path.read_text()
-        marks = list(_HEADER.finditer(text))
-        for mark, nxt in zip(marks, [*marks[1:], None], strict=True):
-            if mark["name"] in found:
-                raise ValueError(f"duplicate query name {mark['name']} in {path.name}")
-            found[mark["name"]] = text[mark.end() : nxt.start() if nxt else len(text)].strip()
-    return found
+    """Every named query of the bot."""
+    return load_named(Path(__file__).parent / "sql")
 
 
 def sql(name: str) -> str:

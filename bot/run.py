@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import signal
 
 import yarl
 
 from bot.settings import BotSettings
-from jobs.app import open_engine
+from jobs.app import open_engine, stop_on_signals
 from jobs.logs import get_logger
 from jobs.settings import Settings
 from jobs.worker import Worker
@@ -60,14 +59,7 @@ async def serve(settings: Settings, bot_settings: BotSettings, *, with_worker: b
 
     token = token_of(bot_settings)
     point_discord_at(bot_settings.api_base, bot_settings.gateway_url)
-    stop, hard = asyncio.Event(), asyncio.Event()
-    loop = asyncio.get_running_loop()
-
-    def on_signal() -> None:
-        (hard if stop.is_set() else stop).set()
-
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, on_signal)
+    stop, hard = stop_on_signals()
     async with open_engine(settings, pool_max=settings.db.pool_max) as engine:
         bot = ErrandBot(store=engine.store, dsn=engine.dsn, settings=bot_settings,
                         registry=engine.registry)

@@ -23,7 +23,6 @@ import contextlib
 import fcntl
 import logging
 import os
-import signal
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -36,7 +35,7 @@ from pydantic import SecretStr
 from discord_emulator import Emulator, EmulatorConfig, User
 from discord_emulator.persist import WorldFile
 from discord_emulator.web import PageConfig, serve_page
-from jobs.app import Engine, open_engine
+from jobs.app import Engine, open_engine, stop_on_signals
 from jobs.logs import configure, get_logger
 from jobs.settings import Settings
 from jobs.worker import Worker
@@ -238,19 +237,11 @@ def main(data_dir: Path | None, host: str, port: int) -> None:
     root.mkdir(parents=True, exist_ok=True)
 
     async def go() -> None:
-        stop, hard = asyncio.Event(), asyncio.Event()
-        loop = asyncio.get_running_loop()
+        def announce(hard: bool) -> None:
+            text = "stopping now" if hard else "stopping (Ctrl-C again to force)"
+            print(f"Errand sandbox: {text}", file=sys.stderr, flush=True)
 
-        def on_signal() -> None:
-            if stop.is_set():
-                print("Errand sandbox: stopping now", file=sys.stderr, flush=True)
-                hard.set()
-                return
-            print("Errand sandbox: stopping (Ctrl-C again to force)", file=sys.stderr, flush=True)
-            stop.set()
-
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, on_signal)
+        stop, hard = stop_on_signals(announce)
         await run_sandbox(root, host=host, port=port, stop=stop, hard=hard)
 
     try:

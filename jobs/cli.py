@@ -9,14 +9,13 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import signal
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 
-from jobs.app import Engine, open_engine
+from jobs.app import Engine, open_engine, stop_on_signals
 from jobs.errors import ErrandError
 from jobs.health import serve_health, worker_check
 from jobs.logs import configure
@@ -102,14 +101,7 @@ def worker(
         settings.worker.concurrency = concurrency
 
     async def main() -> None:
-        stop, hard = asyncio.Event(), asyncio.Event()
-        loop = asyncio.get_running_loop()
-
-        def on_signal() -> None:
-            (hard if stop.is_set() else stop).set()
-
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, on_signal)
+        stop, hard = stop_on_signals()
         async with open_engine(settings, pool_max=settings.db.pool_max) as engine:
             runner = Worker(engine.store, engine.registry, settings.worker, dsn=engine.dsn,
                             budget=settings.budget.budget(), assets_dir=settings.assets_dir)

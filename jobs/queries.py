@@ -9,11 +9,10 @@ from pathlib import Path
 _HEADER = re.compile(r"^-- name: (?P<name>[a-z_]+)\s*$", re.MULTILINE)
 
 
-@cache
-def queries() -> dict[str, str]:
-    """Every named query; raises on a duplicate name."""
+def load_named(directory: Path) -> dict[str, str]:
+    """Every ``-- name:`` query in ``directory/*.sql``; raises on a duplicate name."""
     found: dict[str, str] = {}
-    for path in sorted((Path(__file__).parent / "sql").glob("*.sql")):
+    for path in sorted(directory.glob("*.sql")):
         text = path.read_text()
         marks = list(_HEADER.finditer(text))
         for mark, nxt in zip(marks, [*marks[1:], None], strict=True):
@@ -22,6 +21,12 @@ def queries() -> dict[str, str]:
                 raise ValueError(f"duplicate query name {mark['name']} in {path.name}")
             found[mark["name"]] = body
     return found
+
+
+@cache
+def queries() -> dict[str, str]:
+    """The engine's named queries (``jobs/sql``)."""
+    return load_named(Path(__file__).parent / "sql")
 
 
 def q(name: str) -> str:

@@ -46,3 +46,18 @@ def test_every_named_query_used_in_code_exists() -> None:
     defined = set(queries())
     assert used - defined == set()
     assert defined - used == set()
+
+
+def test_every_bot_query_used_exists_and_none_is_unused() -> None:
+    """The same for the bot's sql("name") and bot/sql/*.sql."""
+    from bot.queries import bot_queries
+
+    used: set[str] = set()
+    mentioned: set[str] = set()  # names handed to helpers such as Delivery._write("name", ...)
+    for path in Path("bot").rglob("*.py"):
+        text = path.read_text()
+        used |= set(re.findall(r'\bsql\("([a-z_]+)"\)', text))
+        mentioned |= set(re.findall(r'"([a-z_]+)"', text))
+    defined = set(bot_queries())
+    assert used - defined == set()
+    assert defined - mentioned == set()
