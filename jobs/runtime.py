@@ -15,7 +15,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import re
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from jobs.budget import BudgetExceeded
 from jobs.context import Context, JobCancelled
@@ -24,6 +27,9 @@ from jobs.kinds import Kind
 from jobs.model import Claim
 from jobs.step import LeaseLost
 from jobs.store import Finish, backoff, redact_error
+
+# How json.dumps writes a NUL (an escape not itself escaped), which jsonb refuses.
+_NUL_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 
 
 class JobFailed(Exception):
@@ -75,4 +81,23 @@ async def execute(
             return Finish(*ids, "retry", error=failure, reason=reason, run_at=run_at)
         return Finish(*ids, "failed", error=failure, reason=reason)
     await ctx.flush()
+    refused = _unstorable(result)
+    if refused is not None:
+        # Written as is, the result would be refused by PostgreSQL in the worker's batched
+        # finish, taking the other outcomes of the batch (and the flush loop) down with it.
+        ctx.log.warning("job.result_unstorable", error=refused)
+        message = f"result cannot be stored as JSON: {refused}"
+        return Finish(*ids, "failed", error={"type": "UnstorableResult", "message": message},
+                      reason=message)
     return Finish(*ids, "succeeded", result=result)
+
+
+def _unstorable(result: Any) -> str | None:
+    """Why ``result`` cannot be stored in a ``jsonb`` column, or None when it can."""
+    try:
+        text = json.dumps(result, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        return str(exc)[:200]
+    if _NUL_ESCAPE.search(text):
+        return "text contains a NUL character"
+    return None

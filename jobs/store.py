@@ -95,7 +95,10 @@ def redact_error(exc: BaseException, limit: int = 2000) -> dict[str, str]:
     """An error as stored: type and message, cut short; never locals or arguments."""
     from jobs.secrets import scrub
 
-    return {"type": type(exc).__name__, "message": scrub(str(exc))[:limit]}
+    # PostgreSQL text and jsonb cannot hold NUL; a message carrying one (a command's output)
+    # would make the attempt's end unwritable.
+    message = scrub(str(exc)).replace("\x00", "\ufffd")
+    return {"type": type(exc).__name__, "message": message[:limit]}
 
 
 class JobStore:

@@ -31,6 +31,25 @@ async def _noop(ctx: Context, params: _NoParams) -> dict[str, Any]:
     return {"ok": True}
 
 
+async def test_unstorable_result_fails_its_job_without_losing_other_outcomes(
+    pool: asyncpg.Pool, db_dsn: str, tmp_path: Path
+) -> None:
+    """A result PostgreSQL cannot store (a NUL in text) fails that job; the worker lives on."""
+
+    async def nul(ctx: Context, params: _NoParams) -> dict[str, Any]:
+        return {"tail": "a\x00b"}
+
+    reg = _registry(nul=nul, noop=_noop)
+    store = JobStore(pool, reg)
+    bad, _ = await store.submit("nul", {}, requester="t")
+    good, _ = await store.submit("noop", {}, requester="t")
+    async with running_worker(store, reg, db_dsn, tmp_path):
+        assert (await wait_for(store, bad.public_id, {"succeeded", "failed"})).state == "failed"
+        assert (await wait_for(store, good.public_id, {"succeeded"})).state == "succeeded"
+        later, _ = await store.submit("noop", {}, requester="t")
+        assert (await wait_for(store, later.public_id, {"succeeded"})).state == "succeeded"
+
+
 async def test_attempt_that_ends_without_a_recorded_end_does_not_keep_its_lease(
     pool: asyncpg.Pool, db_dsn: str, tmp_path: Path
 ) -> None:
