@@ -9,7 +9,7 @@ from typing import Any
 
 import asyncpg
 
-from tests.acceptance.conftest import Ran
+from tests.cli_support import Ran
 
 Errand = Callable[..., Awaitable[dict[str, Any]]]
 Worker = Callable[..., Awaitable[asyncio.subprocess.Process]]

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
-import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -16,17 +14,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-CLI = [sys.executable, "-c", "from bot.cli import main; main()"]
-
-
-@dataclass
-class Ran:
-    """A finished CLI run."""
-
-    code: int
-    out: str
-    err: str
+from tests.cli_support import CLI, ROOT, Ran, cli_environment, run_cli
 
 
 @dataclass
@@ -49,14 +37,7 @@ async def http_get(port: int, path: str) -> tuple[int, str]:
 @pytest.fixture
 def ops_env(db_dsn: str, tmp_path: Path) -> dict[str, str]:
     """Environment of every subprocess: this test's database, fast worker timings, JSON logs."""
-    return os.environ | {
-        "DATABASE_URL": db_dsn,
-        "PYTHONPATH": str(ROOT),
-        "ERRAND_DATA_DIR": str(tmp_path / "data"),
-        "ERRAND_LOG_FORMAT": "json",
-        "ERRAND_WORKER_HEARTBEAT_SECONDS": "0.5",
-        "ERRAND_WORKER_POLL_SECONDS": "0.2",
-    }
+    return cli_environment(db_dsn, tmp_path / "data")
 
 
 @pytest.fixture
@@ -64,12 +45,7 @@ def errand(ops_env: dict[str, str]) -> Callable[..., Awaitable[Ran]]:
     """Run ``errand ARGS`` to the end; its exit code and output, whatever they are."""
 
     async def run(*args: str, **extra: str) -> Ran:
-        proc = await asyncio.create_subprocess_exec(
-            *CLI, *args, env=ops_env | extra, cwd=ROOT, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE)
-        out, err = await asyncio.wait_for(proc.communicate(), 60)
-        assert proc.returncode is not None
-        return Ran(proc.returncode, out.decode(), err.decode())
+        return await run_cli(ops_env | extra, *args)
 
     return run
 

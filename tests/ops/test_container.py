@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import typer
 from typer.core import TyperGroup
 
-from tests.ops.conftest import ROOT
+from tests.cli_support import ROOT
 
 
 @dataclass

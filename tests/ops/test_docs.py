@@ -9,7 +9,7 @@ import pytest
 import typer
 from typer.core import TyperGroup
 
-from tests.ops.conftest import ROOT
+from tests.cli_support import ROOT
 
 DOCS = ["docs/deploy.md", "docs/runbook.md"]
 _WORD = re.compile(r"^[a-z][a-z0-9-]*$")

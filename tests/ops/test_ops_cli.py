@@ -14,7 +14,7 @@ import asyncpg
 from jobs.model import JobView
 from jobs.state import Actor
 from jobs.store import Finish, JobStore
-from tests.ops.conftest import Ran
+from tests.cli_support import Ran
 
 Errand = Callable[..., Awaitable[Ran]]
 ORIGIN = {"transport": "test", "channel": "1"}
