@@ -84,7 +84,8 @@ async def run_process(
         async for raw in proc.stdout:
             if len(log) < log_limit:
                 log.extend(raw[: log_limit - len(log)])
-            line = raw.decode(errors="replace").rstrip("\n")
+            # NUL cannot be stored in PostgreSQL text (progress notes, the result's tail).
+            line = raw.decode(errors="replace").rstrip("\n").replace("\x00", "\ufffd")
             tail.append(line)
             count += 1
             if on_line is not None:

@@ -9,6 +9,7 @@ from typing import Any
 import asyncpg
 from pydantic import BaseModel, ConfigDict
 
+from jobs.command import CommandSpec, run_command
 from jobs.context import Context
 from jobs.kinds import Kind, Registry
 from jobs.model import Claim
@@ -87,3 +88,16 @@ def _ctx(store: JobStore, claim: Claim, assets: Path) -> Context:
     return Context(store=store, job_id=claim.job_id, public_id=claim.public_id,
                    attempt_id=claim.attempt_id, attempt=claim.attempt, kind=claim.kind,
                    assets_dir=assets)
+
+
+async def test_command_output_with_a_nul_byte_does_not_break_the_command(
+    pool: asyncpg.Pool, tmp_path: Path
+) -> None:
+    """A NUL byte in a command's output (progress note, tail) is not a failure of the command."""
+    store = JobStore(pool, _registry(noop=_noop))
+    await store.submit("noop", {}, requester="t")
+    ctx = await _claim_ctx(store, "w1", tmp_path)
+    spec = CommandSpec(name="nul", argv=["printf", "a\\000b\\n"])
+    result = await run_command(ctx, spec, {}, log_asset="command.log", progress=True)
+    await ctx.flush()
+    assert (result["exit_code"], result["tail"]) == (0, ["a\ufffdb"])
