@@ -14,6 +14,7 @@ import shutil
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
@@ -23,6 +24,10 @@ from jobs.db import create_pool, embedded_dsn, stop_embedded
 from jobs.kinds import Registry, default_registry
 from jobs.migrate import migrate
 from jobs.store import JobStore
+
+if TYPE_CHECKING:
+    from discord_emulator import Emulator
+    from discord_emulator.testing import World
 
 TEMPLATE = "errand_test_template"
 
@@ -105,6 +110,25 @@ async def pool(db_dsn: str) -> AsyncIterator[asyncpg.Pool]:
     p = await create_pool(db_dsn, min_size=1, max_size=10)
     yield p
     await p.close()
+
+
+@pytest.fixture
+async def emu() -> AsyncIterator[Emulator]:
+    """A local Discord with Discord's rules (time windows shortened) and an application."""
+    from discord_emulator import Emulator
+    from discord_emulator.testing import fast_config
+
+    async with Emulator(fast_config()) as emulator:
+        emulator.create_application("Errand")
+        yield emulator
+
+
+@pytest.fixture
+def world(emu: Emulator) -> World:
+    """A guild with a text channel and a user (alice) in the emulator."""
+    from discord_emulator.testing import make_world
+
+    return make_world(emu)
 
 
 @pytest.fixture

@@ -21,21 +21,12 @@ from bot.client import ErrandBot
 from bot.settings import BotSettings
 from discord_emulator import Emulator, InteractionHandle, Message
 from discord_emulator.state import Channel, User
-from discord_emulator.testing import World, fast_config, make_world, running_bot
+from discord_emulator.testing import World, running_bot
 from jobs.kinds import Registry
 from jobs.model import JobView
-from jobs.settings import WorkerSettings
 from jobs.store import JobStore
 from jobs.worker import Worker
-
-FAST_WORKER = WorkerSettings(
-    lease_seconds=2.0,
-    heartbeat_seconds=0.2,
-    poll_seconds=0.1,
-    reaper_seconds=0.2,
-    cancel_grace_seconds=1.0,
-    shutdown_grace_seconds=1.0,
-)
+from tests.integration.runtime_support import running_worker as shared_running_worker
 
 STATE = re.compile(r"\*\*(queued|running|cancelling|succeeded|failed|cancelled|unknown)\*\*")
 JOB_ID = re.compile(r"Job `([a-z0-9]+)`")
@@ -147,30 +138,12 @@ async def poll(fn: Callable[[], Any], timeout: float = 10.0, every: float = 0.02
         await asyncio.sleep(every)
 
 
-@pytest.fixture
-async def emu() -> AsyncIterator[Emulator]:
-    async with Emulator(fast_config()) as emulator:
-        emulator.create_application("Errand")
-        yield emulator
-
-
-@pytest.fixture
-def world(emu: Emulator) -> World:
-    return make_world(emu)
-
-
-@contextlib.asynccontextmanager
-async def running_worker(store: JobStore, registry: Registry, dsn: str) -> AsyncIterator[Worker]:
+def running_worker(
+    store: JobStore, registry: Registry, dsn: str
+) -> contextlib.AbstractAsyncContextManager[Worker]:
     """An in-process worker with short leases, stopped (gracefully) on exit."""
-    worker = Worker(store, registry, FAST_WORKER, dsn=dsn)
-    stop = asyncio.Event()
-    task = asyncio.create_task(worker.run(stop))
-    await asyncio.wait_for(worker.ready.wait(), 5)
-    try:
-        yield worker
-    finally:
-        stop.set()
-        await asyncio.wait_for(task, 10)
+    return shared_running_worker(store, registry, dsn, lease_seconds=2.0,
+                                 cancel_grace_seconds=1.0)
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from discord_emulator import Emulator
-from discord_emulator.testing import World, fast_config, make_world, running_bot
+from discord_emulator.testing import World, running_bot
 
 
 @dataclass
@@ -27,18 +27,6 @@ class BotRecorder:
 
     seen: list[Any] = field(default_factory=list)
     errors: list[BaseException] = field(default_factory=list)
-
-
-@pytest.fixture
-async def emu() -> AsyncIterator[Emulator]:
-    async with Emulator(fast_config()) as emulator:
-        emulator.create_application("Errand")
-        yield emulator
-
-
-@pytest.fixture
-def world(emu: Emulator) -> World:
-    return make_world(emu)
 
 
 def make_bot(**kwargs: Any) -> commands.Bot:

@@ -31,7 +31,7 @@ async def running_worker(
     store: JobStore,
     registry: Registry,
     dsn: str,
-    assets_dir: Path,
+    assets_dir: Path | None = None,
     *,
     budget: Budget | None = None,
     **overrides: Any,
