@@ -97,17 +97,23 @@ class Meter:
         self._job = job_usage
 
     def tokens(self, prompt: int = 0, completion: int = 0, total: int | None = None) -> None:
-        """Record model tokens (as the provider reported them) and enforce both token bounds."""
+        """Record model tokens (as the provider reported them) and enforce both token bounds.
+
+        The job's usage is charged at once, not when the step ends, so steps running at the
+        same time (``asyncio.gather``) see each other's tokens against the job bound.
+        """
         total = prompt + completion if total is None else total
-        self.usage.prompt_tokens += prompt
-        self.usage.completion_tokens += completion
-        self.usage.tokens += total
+        for usage in (self.usage, self._job):
+            usage.prompt_tokens += prompt
+            usage.completion_tokens += completion
+            usage.tokens += total
         self._check("step_tokens", self.usage.tokens)
-        self._check("job_tokens", self._job.tokens + self.usage.tokens)
+        self._check("job_tokens", self._job.tokens)
 
     def tool_calls(self, count: int = 1) -> None:
         """Count tool calls *before* running them; raises when they would exceed the bound."""
         self.usage.tool_calls += count
+        self._job.tool_calls += count
         self._check("step_tool_calls", self.usage.tool_calls)
 
     def tokens_left(self) -> int | None:
@@ -116,7 +122,7 @@ class Meter:
             limit - used
             for limit, used in (
                 (self.budget.step_tokens, self.usage.tokens),
-                (self.budget.job_tokens, self._job.tokens + self.usage.tokens),
+                (self.budget.job_tokens, self._job.tokens),
             )
             if limit is not None
         ]

@@ -31,6 +31,9 @@ class Steps:
 
     def __init__(self) -> None:
         self.usage: Usage | None = None  # loaded on the first step: earlier attempts count too
+        # Steps may run at once (asyncio.gather): checking the step budget, counting the step
+        # and numbering it happen one step at a time, so concurrency cannot escape the bound.
+        self._opening = asyncio.Lock()
 
     async def job_usage(self, ctx: Context) -> Usage:
         if self.usage is None:
@@ -44,12 +47,16 @@ class Steps:
     async def step(self, ctx: Context, name: str) -> AsyncIterator[Meter]:
         ctx.checkpoint()  # no new step starts once a stop was requested
         budget: Budget = ctx.budget
-        job = await self.job_usage(ctx)
-        if budget.job_steps is not None and job.steps + 1 > budget.job_steps:
-            raise BudgetExceeded("job_steps", job.steps + 1, budget.job_steps)
-        row = await ctx.store.pool.fetchrow(q("step_start"), ctx.job_id, ctx.attempt_id, name)
-        if row is None:
-            raise LeaseLost(ctx.public_id)
+        async with self._opening:
+            job = await self.job_usage(ctx)
+            if budget.job_steps is not None and job.steps + 1 > budget.job_steps:
+                raise BudgetExceeded("job_steps", job.steps + 1, budget.job_steps)
+            row = await ctx.store.pool.fetchrow(
+                q("step_start"), ctx.job_id, ctx.attempt_id, name
+            )
+            if row is None:
+                raise LeaseLost(ctx.public_id)
+            job.steps += 1  # counted when it starts; its tokens as they are reported
         meter = Meter(budget, job, name)
         ctx.log.info("step.started", step=name, number=row["number"])
         started = time.monotonic()
@@ -83,7 +90,7 @@ class Steps:
             raise
         finally:
             meter.usage.seconds = round(time.monotonic() - started, 3)
-            job.add(meter.usage)
+            job.seconds = round(job.seconds + meter.usage.seconds, 3)
             await self._record_end(ctx, row["id"], meter.usage, outcome, error)
             ctx.log.info("step.ended", step=name, outcome=outcome, usage=meter.usage.to_json())
 

@@ -7,8 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg
+import pytest
 from pydantic import BaseModel, ConfigDict
 
+from jobs.budget import Budget
 from jobs.command import CommandSpec, run_command
 from jobs.context import Context
 from jobs.kinds import Kind, Registry
@@ -77,6 +79,22 @@ async def _two_steps_at_once(ctx: Context, params: _NoParams) -> dict[str, Any]:
 
     await asyncio.gather(one("a"), one("b"))
     return {"usage": ctx.usage.to_json() if ctx.usage else None}
+
+
+@pytest.mark.parametrize(
+    ("budget", "bound"),
+    [(Budget(job_steps=1), "steps per job"), (Budget(job_tokens=100), "tokens per job")],
+)
+async def test_concurrent_steps_cannot_escape_a_job_bound(
+    pool: asyncpg.Pool, db_dsn: str, tmp_path: Path, budget: Budget, bound: str
+) -> None:
+    """Two steps run with asyncio.gather share the job's bounds: 2 steps > 1, 160 tokens > 100."""
+    reg = _registry(pair=_two_steps_at_once)
+    store = JobStore(pool, reg)
+    job, _ = await store.submit("pair", {}, requester="t")
+    async with running_worker(store, reg, db_dsn, tmp_path, budget=budget):
+        done = await wait_for(store, job.public_id, {"succeeded", "failed"})
+    assert (done.state, bound in (done.reason or "")) == ("failed", True)
 
 
 async def _claim_ctx(store: JobStore, worker: str, assets: Path) -> Context:
