@@ -418,8 +418,13 @@ class Delivery:
             # queue; the state shown is read after both waits, so a backlog never replays
             # stale states.
             await self._pace(job.id, job.public_id, binding)
-            await self.pacer.wait(EDIT)
             status = await self.bot.store.status(job.public_id)
+            if status.job.state in TERMINAL:
+                # It ended during the pause: its last edit goes first, not behind progress.
+                await self.pacer.wait(TERMINAL_EDIT)
+            else:
+                await self.pacer.wait(EDIT)
+                status = await self.bot.store.status(job.public_id)
             view = self._progress_view(status)
             if binding["progress_hash"] == _hash(view.key):
                 return binding
