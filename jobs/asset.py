@@ -2,7 +2,7 @@
 
 Small assets are stored in PostgreSQL (``asset.data``); large ones in a file under
 ``<data dir>/assets/<job public id>/`` with the path in the row. Writes are fenced by the attempt:
-an attempt that lost its lease writes nothing (a file it wrote is removed again).
+an attempt that lost its lease writes nothing (its file never replaces the current one).
 """
 
 from __future__ import annotations
@@ -52,25 +52,35 @@ async def put_asset(
         data, content_type = data.encode(), content_type or "text/plain; charset=utf-8"
     content_type = content_type or "application/octet-stream"
     path: Path | None = None
+    tmp: Path | None = None
     if len(data) > INLINE_LIMIT:
         path = ctx.assets_dir / ctx.public_id / name
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{name}.{ctx.attempt_id}.tmp")
         await ctx.run_blocking(_write, tmp, data)
-        os.replace(tmp, path)
-    row = await ctx.store.pool.fetchrow(
-        q("asset_put"),
-        ctx.job_id,
-        ctx.attempt_id,
-        name,
-        content_type,
-        len(data),
-        None if path else data,
-        str(path) if path else None,
-    )
+    try:
+        async with ctx.store.pool.acquire() as conn, conn.transaction():
+            # The file takes its place only while this attempt holds the lease (the row lock
+            # keeps it from moving meanwhile): a stale attempt must not replace, or remove, the
+            # file of the current one.
+            if await conn.fetchval(q("job_lock_for_attempt"), ctx.job_id, ctx.attempt_id) is None:
+                raise LeaseLost(ctx.public_id)
+            if tmp is not None and path is not None:
+                os.replace(tmp, path)
+            row = await conn.fetchrow(
+                q("asset_put"),
+                ctx.job_id,
+                ctx.attempt_id,
+                name,
+                content_type,
+                len(data),
+                None if path else data,
+                str(path) if path else None,
+            )
+    finally:
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
     if row is None:
-        if path is not None:
-            path.unlink(missing_ok=True)
         raise LeaseLost(ctx.public_id)
     ctx.log.info("asset.stored", asset=name, size=len(data), in_file=path is not None)
     return AssetRef(name, len(data), path)

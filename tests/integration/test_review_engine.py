@@ -10,11 +10,13 @@ import asyncpg
 import pytest
 from pydantic import BaseModel, ConfigDict
 
+from jobs.asset import INLINE_LIMIT, read_asset
 from jobs.budget import Budget
 from jobs.command import CommandSpec, run_command
 from jobs.context import Context
 from jobs.kinds import Kind, Registry
 from jobs.model import Claim
+from jobs.step import LeaseLost
 from jobs.store import JobStore
 from tests.integration.runtime_support import running_worker, wait_for
 
@@ -106,6 +108,27 @@ def _ctx(store: JobStore, claim: Claim, assets: Path) -> Context:
     return Context(store=store, job_id=claim.job_id, public_id=claim.public_id,
                    attempt_id=claim.attempt_id, attempt=claim.attempt, kind=claim.kind,
                    assets_dir=assets)
+
+
+async def test_stale_attempt_cannot_overwrite_or_remove_a_large_asset_of_the_current_one(
+    pool: asyncpg.Pool, tmp_path: Path
+) -> None:
+    """A large asset written by an attempt that lost its lease leaves the current file alone."""
+    reg = Registry()
+    reg.add(Kind(name="retry", handler=_noop, params=_NoParams, description="retry",
+                 retry_safe=True, max_attempts=3))
+    store = JobStore(pool, reg)
+    await store.submit("retry", {}, requester="t")
+    stale = await _claim_ctx(store, "w1", tmp_path)
+    await pool.execute("UPDATE attempt SET lease_expires_at = now() - interval '1 s'")
+    await store.reap(cancel_grace_seconds=60, retry_base=0, retry_cap=0)
+    current = await _claim_ctx(store, "w2", tmp_path)
+    assert stale.job_id == current.job_id
+    fresh = b"B" * (INLINE_LIMIT + 1)
+    await current.asset("command.log", fresh)
+    with pytest.raises(LeaseLost):
+        await stale.asset("command.log", b"A" * (INLINE_LIMIT + 1))
+    assert fresh == await read_asset(pool, current.job_id, "command.log")
 
 
 async def test_command_output_with_a_nul_byte_does_not_break_the_command(
