@@ -41,7 +41,8 @@ class ParamDecl(BaseModel):
     # string: a regular expression the whole value must match.
     pattern: str | None = None
     max_length: int = Field(default=200, ge=1, le=10_000)
-    # string: a value starting with "-" could pass as an option to the program; refused unless set.
+    # string, integer, number: a value starting with "-" could pass as an option to the program;
+    # refused unless set.
     allow_dash: bool = False
     choices: list[str] | None = None
     min: float | None = None
@@ -62,7 +63,10 @@ class ParamDecl(BaseModel):
                 self.max is not None and value > self.max
             ):
                 raise ValueError(f"parameter {name}: must be within [{self.min}, {self.max}]")
-            return str(value)
+            text = str(value)
+            if text.startswith("-") and not self.allow_dash:  # "-5" could pass as an option
+                raise ValueError(f"parameter {name}: must not start with '-'")
+            return text
         if not isinstance(value, str):
             raise ValueError(f"parameter {name}: expected text")
         if self.type == "choice":

@@ -142,3 +142,14 @@ async def test_command_output_with_a_nul_byte_does_not_break_the_command(
     result = await run_command(ctx, spec, {}, log_asset="command.log", progress=True)
     await ctx.flush()
     assert (result["exit_code"], result["tail"]) == (0, ["a\ufffdb"])
+
+
+def test_negative_number_cannot_pass_as_an_option() -> None:
+    """A number parameter starting with '-' is refused like text, unless allow_dash is set."""
+    spec = CommandSpec.model_validate({"name": "head", "argv": ["head", "{n}"],
+                                       "params": {"n": {"type": "integer"}}})
+    with pytest.raises(ValueError, match="must not start with '-'"):
+        spec.argv_for({"n": -5})
+    spec = CommandSpec.model_validate({"name": "head", "argv": ["head", "-n", "{n}"],
+                                       "params": {"n": {"type": "integer", "allow_dash": True}}})
+    assert spec.argv_for({"n": -5}) == ["head", "-n", "-5"]
