@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from jobs.command import CommandSpec, run_command
 from jobs.context import Context
 from jobs.kinds import Kind, Registry
 from jobs.model import Claim
+from jobs.secrets import scrub
 from jobs.step import LeaseLost
 from jobs.store import JobStore
 from tests.integration.runtime_support import running_worker, wait_for
@@ -153,3 +155,13 @@ def test_negative_number_cannot_pass_as_an_option() -> None:
     spec = CommandSpec.model_validate({"name": "head", "argv": ["head", "-n", "{n}"],
                                        "params": {"n": {"type": "integer", "allow_dash": True}}})
     assert spec.argv_for({"n": -5}) == ["head", "-n", "-5"]
+
+
+def test_scrub_is_linear_on_a_long_word_and_redacts_a_password_without_user() -> None:
+    """scrub runs on the event loop for every output line: 100 kB of one word takes no time;
+    ``redis://:pw@host`` loses its password too."""
+    started = time.perf_counter()
+    assert scrub("x" * 100_000) == "x" * 100_000
+    assert time.perf_counter() - started < 0.5
+    assert scrub("redis://:pw@cache:6379/0") == "redis://:***@cache:6379/0"
+    assert scrub("postgresql://errand:s3cret@db/x") == "postgresql://errand:***@db/x"
