@@ -55,6 +55,7 @@ async def run_process(
     on_line: OnLine | None = None,
     tail_lines: int = 20,
     log_limit: int = 16 * 1024 * 1024,
+    line_limit: int = 64 * 1024,
 ) -> ProcessResult:
     """Run ``argv`` (never through a shell) until it exits, times out or the job must stop.
 
@@ -78,18 +79,32 @@ async def run_process(
     tail: deque[str] = deque(maxlen=tail_lines)
     count = 0
 
-    async def pump() -> None:
+    async def emit(raw: bytes) -> None:
         nonlocal count
+        # NUL cannot be stored in PostgreSQL text (progress notes, the result's tail).
+        line = raw.decode(errors="replace").replace("\x00", "\ufffd")
+        tail.append(line)
+        count += 1
+        if on_line is not None:
+            await on_line(count, line)
+
+    async def pump() -> None:
+        # Read chunks, not lines: a line longer than the stream's limit (64 KiB) would make
+        # readline raise and fail the command. A line is kept up to line_limit bytes.
         assert proc.stdout is not None
-        async for raw in proc.stdout:
+        line = bytearray()
+        while chunk := await proc.stdout.read(64 * 1024):
             if len(log) < log_limit:
-                log.extend(raw[: log_limit - len(log)])
-            # NUL cannot be stored in PostgreSQL text (progress notes, the result's tail).
-            line = raw.decode(errors="replace").rstrip("\n").replace("\x00", "\ufffd")
-            tail.append(line)
-            count += 1
-            if on_line is not None:
-                await on_line(count, line)
+                log.extend(chunk[: log_limit - len(log)])
+            start = 0
+            while (end := chunk.find(b"\n", start)) != -1:
+                line += chunk[start:end][: max(0, line_limit - len(line))]
+                await emit(bytes(line))
+                line.clear()
+                start = end + 1
+            line += chunk[start:][: max(0, line_limit - len(line))]
+        if line:
+            await emit(bytes(line))
         await proc.wait()
 
     stopped: str | None = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -155,6 +156,20 @@ def test_negative_number_cannot_pass_as_an_option() -> None:
     spec = CommandSpec.model_validate({"name": "head", "argv": ["head", "-n", "{n}"],
                                        "params": {"n": {"type": "integer", "allow_dash": True}}})
     assert spec.argv_for({"n": -5}) == ["head", "-n", "-5"]
+
+
+async def test_command_output_line_longer_than_the_stream_limit_is_not_a_failure(
+    pool: asyncpg.Pool, tmp_path: Path
+) -> None:
+    """A 100 kB line without a break (minified JSON) is output like any other, not an error."""
+    store = JobStore(pool, _registry(noop=_noop))
+    await store.submit("noop", {}, requester="t")
+    ctx = await _claim_ctx(store, "w1", tmp_path)
+    spec = CommandSpec(name="wide", argv=[sys.executable, "-c", "print('x' * 100_000)"])
+    result = await run_command(ctx, spec, {}, log_asset="command.log", progress=True)
+    await ctx.flush()
+    log = await read_asset(pool, ctx.job_id, "command.log")
+    assert (result["exit_code"], result["lines"], len(log)) == (0, 1, 100_001)
 
 
 def test_scrub_is_linear_on_a_long_word_and_redacts_a_password_without_user() -> None:
