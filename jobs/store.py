@@ -400,6 +400,9 @@ class JobStore:
         for f in finishes:
             by_outcome.setdefault(f.outcome, []).append(f)
         async with self.pool.acquire() as conn, conn.transaction():
+            # One statement per outcome would lock the jobs group by group, not in id order,
+            # and could deadlock with another batch; lock them all in id order first.
+            await conn.execute(q("job_lock_many"), sorted({f.job_id for f in finishes}))
             for outcome, group in by_outcome.items():
                 moves, nominal = _FINISH_MOVES[outcome]
                 out += await transition(

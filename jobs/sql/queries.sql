@@ -170,6 +170,10 @@ SELECT c.id, c.state AS from_state, m.state AS to_state, m.public_id, m.kind, m.
             THEN pg_notify('errand_outbox', '')::text END AS _outbox_notified
 FROM cur c LEFT JOIN moved m ON m.id = c.id;
 
+-- name: job_lock_many
+-- Lock jobs in id order, for a transaction that moves them with more than one statement.
+SELECT id FROM job WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE;
+
 -- name: attempt_heartbeat
 -- Renew the live leases of one worker in one statement, only those of the attempts it still
 -- holds ($3: running, or ended with the end not yet written), so an attempt it lost track of

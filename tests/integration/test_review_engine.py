@@ -20,7 +20,7 @@ from jobs.kinds import Kind, Registry
 from jobs.model import Claim
 from jobs.secrets import scrub
 from jobs.step import LeaseLost
-from jobs.store import JobStore
+from jobs.store import Finish, JobStore
 from tests.integration.runtime_support import running_worker, wait_for
 
 
@@ -170,6 +170,28 @@ async def test_command_output_line_longer_than_the_stream_limit_is_not_a_failure
     await ctx.flush()
     log = await read_asset(pool, ctx.job_id, "command.log")
     assert (result["exit_code"], result["lines"], len(log)) == (0, 1, 100_001)
+
+
+async def test_batched_finish_locks_its_jobs_in_id_order(pool: asyncpg.Pool) -> None:
+    """A finish batch with outcomes of several kinds never deadlocks with a writer that locks
+    the same jobs in id order (as every transition does)."""
+    store = JobStore(pool, _registry(noop=_noop))
+    for _ in range(2):
+        await store.submit("noop", {}, requester="t")
+    low, high = sorted(await store.claim("w1", limit=2, lease_seconds=30), key=lambda c: c.job_id)
+    async with pool.acquire() as other:
+        tx = other.transaction()
+        await tx.start()
+        await other.execute("SELECT 1 FROM job WHERE id = $1 FOR UPDATE", low.job_id)
+        batch = asyncio.ensure_future(store.finish([
+            Finish(high.job_id, high.attempt_id, "succeeded", result={}),
+            Finish(low.job_id, low.attempt_id, "failed", reason="x"),
+        ]))
+        await asyncio.sleep(0.3)  # the batch now waits for the low job
+        await other.execute("SELECT 1 FROM job WHERE id = $1 FOR UPDATE", high.job_id)
+        await tx.commit()
+        moved = await asyncio.wait_for(batch, 10)
+    assert sorted(m.target for m in moved if m.target) == ["failed", "succeeded"]
 
 
 def test_scrub_is_linear_on_a_long_word_and_redacts_a_password_without_user() -> None:
