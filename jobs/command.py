@@ -24,6 +24,7 @@ from jobs.process import run_process
 from jobs.runtime import JobFailed
 from jobs.secrets import scrub
 from jobs.settings import CommandSettings
+from jobs.step import LeaseLost
 
 _PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 Scalar = str | int | float | bool
@@ -215,7 +216,8 @@ async def run_command(
     """Run one catalog command; its full log becomes the asset ``log_asset`` (even when stopped).
 
     Returns:
-        ``command``, ``exit_code`` (None when stopped), ``stopped``, ``lines``, ``tail``, ``log``.
+        ``command``, ``exit_code`` (None when stopped), ``stopped``, ``lines``, ``tail``, ``log``
+        (None when the log could not be stored).
     """
     argv = spec.argv_for(args)
 
@@ -227,14 +229,23 @@ async def run_command(
         ctx, argv, cwd=spec.cwd, env=spec.environment(), time_limit=spec.timeout,
         kill_grace=settings.kill_grace_seconds, on_line=on_line if progress else None,
     )
-    await ctx.asset(log_asset, result.log, "text/plain; charset=utf-8")
+    stored: str | None = log_asset
+    try:
+        await ctx.asset(log_asset, result.log, "text/plain; charset=utf-8")
+    except LeaseLost:
+        raise
+    except Exception as exc:
+        # The command ran: an error now (a full disk) must not read as "not done", which would
+        # mark a guarded effect failed and run a non-retry-safe command again.
+        ctx.log.warning("command.log_not_stored", asset=log_asset, error=scrub(str(exc)))
+        stored = None
     return {
         "command": spec.name,
         "exit_code": result.returncode,
         "stopped": result.stopped,
         "lines": result.lines,
         "tail": [scrub(line) for line in result.tail[-10:]],
-        "log": log_asset,
+        "log": stored,
     }
 
 

@@ -202,3 +202,24 @@ def test_scrub_is_linear_on_a_long_word_and_redacts_a_password_without_user() ->
     assert time.perf_counter() - started < 0.5
     assert scrub("redis://:pw@cache:6379/0") == "redis://:***@cache:6379/0"
     assert scrub("postgresql://errand:s3cret@db/x") == "postgresql://errand:***@db/x"
+
+
+async def test_command_that_ran_is_not_run_again_when_its_log_cannot_be_stored(
+    store: JobStore, registry: Registry, db_dsn: str, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A non-retry-safe command runs as a guarded effect: once it ran, failing to keep its log
+    (a full disk, an unwritable assets dir) must not mark the effect failed and run it again."""
+    ledger = tmp_path / "ledger"
+    catalog = tmp_path / "commands.toml"
+    catalog.write_text(
+        "[commands.charge]\n"
+        f'argv = ["sh", "-c", "echo charged >> {ledger}; head -c 300000 /dev/zero"]\n'
+    )
+    monkeypatch.setenv("ERRAND_COMMAND_CATALOG", str(catalog))
+    not_a_dir = tmp_path / "assets"
+    not_a_dir.write_text("a file where the assets directory should be")
+    job, _ = await store.submit("command", {"name": "charge"}, requester="t")
+    async with running_worker(store, registry, db_dsn, not_a_dir, retry_base_seconds=0):
+        done = await wait_for(store, job.public_id, {"succeeded", "failed", "unknown"})
+    assert (done.state, ledger.read_text()) == ("succeeded", "charged\n")
