@@ -70,6 +70,7 @@ class Context:
         """The bounds this attempt runs inside (global settings, then the kind's defaults)."""
         self.assets_dir = assets_dir or Path("assets")
         self.children: set[int] = set()
+        self._effect_locks: dict[str, asyncio.Lock] = {}
         """Process groups of running child processes (see :mod:`jobs.process`)."""
         from jobs.step import Steps
 
@@ -149,7 +150,10 @@ class Context:
         """Do a side effect at most once for this job under a stable ``key`` (see jobs.effect)."""
         from jobs.effect import run_effect
 
-        return await run_effect(self, key, do, lookup)
+        # Two calls with one key at once (asyncio.gather) take turns: the second sees the
+        # first's outcome instead of its intent, which would look like an effect in doubt.
+        async with self._effect_locks.setdefault(key, asyncio.Lock()):
+            return await run_effect(self, key, do, lookup)
 
     async def asset(
         self, name: str, data: bytes | str, content_type: str | None = None

@@ -223,3 +223,21 @@ async def test_command_that_ran_is_not_run_again_when_its_log_cannot_be_stored(
     async with running_worker(store, registry, db_dsn, not_a_dir, retry_base_seconds=0):
         done = await wait_for(store, job.public_id, {"succeeded", "failed", "unknown"})
     assert (done.state, ledger.read_text()) == ("succeeded", "charged\n")
+
+
+async def test_same_effect_key_awaited_twice_at_once_runs_once(
+    pool: asyncpg.Pool, tmp_path: Path
+) -> None:
+    """ctx.effect is at most once per job and key, also for two calls running concurrently."""
+    store = JobStore(pool, _registry(noop=_noop))
+    await store.submit("noop", {}, requester="t")
+    ctx = await _claim_ctx(store, "w1", tmp_path)
+    calls: list[int] = []
+
+    async def do() -> dict[str, int]:
+        calls.append(1)
+        await asyncio.sleep(0.1)
+        return {"n": len(calls)}
+
+    outcomes = await asyncio.gather(ctx.effect("charge", do), ctx.effect("charge", do))
+    assert (len(calls), outcomes) == (1, [{"n": 1}, {"n": 1}])
