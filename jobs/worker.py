@@ -289,9 +289,28 @@ class Worker:
                     delay = await self._unavailable("finish", exc, delay)
                     self._flush.set()
                     continue
+                except Exception as exc:  # a refused write must not sink the batch or the loop
+                    log.error("worker.finish_batch_refused", error=str(exc), size=len(batch))
+                    await self._finish_one_by_one(batch)
                 self._writing = []
                 delay = 0.2
                 self._wake.set()  # slots are free: claim again
+
+    async def _finish_one_by_one(self, batch: list[Finish]) -> None:
+        """Write a refused batch's outcomes one at a time, so one bad row costs only itself.
+
+        An outcome refused on its own is dropped: its attempt is no longer renewed by the
+        heartbeat, so the lease expires and the reaper settles the job by the usual rules.
+        """
+        for finish in batch:
+            try:
+                await self.store.finish([finish])
+            except UNAVAILABLE:
+                self._finished.append(finish)  # the outage path retries it
+                self._flush.set()
+            except Exception as exc:
+                log.error("worker.finish_refused", job_id=finish.job_id,
+                          attempt_id=finish.attempt_id, outcome=finish.outcome, error=str(exc))
 
     def _drain(self) -> list[Finish]:
         batch, self._finished = self._finished, []

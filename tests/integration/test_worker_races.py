@@ -31,3 +31,40 @@ async def test_a_cancel_notify_arriving_before_the_attempt_is_registered_is_not_
     await asyncio.wait_for(item.task, 5)  # the sleep handler stops at once
     [finish] = worker._finished
     assert finish.outcome == "cancelled"
+
+
+async def test_a_refused_outcome_costs_only_itself_and_the_worker_goes_on(
+    store: JobStore, registry: Registry, db_dsn: str, pool: asyncpg.Pool, tmp_path: Path
+) -> None:
+    """One outcome PostgreSQL refuses (a NUL in jsonb text) in a batch with a good one: the good
+    one lands, the flush loop survives, and the refused job's lease is left to expire."""
+    from jobs.store import Finish
+
+    worker = Worker(store, registry, WorkerSettings(heartbeat_seconds=3600), dsn=db_dsn,
+                    budget=Budget(), assets_dir=tmp_path)
+    for _ in range(2):
+        await store.submit("noop", {}, requester="a")
+    good, bad = await store.claim(worker.name, limit=2, lease_seconds=30)
+    worker._finished = [
+        Finish(good.job_id, good.attempt_id, "succeeded", result={"ok": True}),
+        Finish(bad.job_id, bad.attempt_id, "succeeded", result={"text": "nul \x00 here"}),
+    ]
+    flush = asyncio.create_task(worker._flush_loop())
+    worker._flush.set()
+    try:
+        for _ in range(100):
+            if (await store.get(good.public_id)).state.value == "succeeded":
+                break
+            await asyncio.sleep(0.05)
+        assert (await store.get(good.public_id)).state.value == "succeeded"
+        assert (await store.get(bad.public_id)).state.value == "running"
+        assert not flush.done()
+        assert worker._finished == []
+        before = await pool.fetchval("SELECT lease_expires_at FROM attempt WHERE id = $1",
+                                     bad.attempt_id)
+        await worker.heartbeat()  # no longer renews the refused attempt: the reaper will settle
+        after = await pool.fetchval("SELECT lease_expires_at FROM attempt WHERE id = $1",
+                                    bad.attempt_id)
+        assert after == before
+    finally:
+        flush.cancel()
