@@ -12,7 +12,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from jobs.queries import q
 from jobs.step import LeaseLost
@@ -88,20 +88,6 @@ async def put_asset(
 
 def _write(path: Path, data: bytes) -> None:
     path.write_bytes(data)
-
-
-async def list_assets(pool: asyncpg.Pool, job_id: int) -> list[dict[str, Any]]:
-    """A job's assets without their content."""
-    return [
-        {
-            "name": r["name"],
-            "content_type": r["content_type"],
-            "size": r["size"],
-            "in_file": r["in_file"],
-            "created_at": r["created_at"].isoformat(),
-        }
-        for r in await pool.fetch(q("asset_list_by_job"), job_id)
-    ]
 
 
 async def read_asset(pool: asyncpg.Pool, job_id: int, name: str) -> bytes:

@@ -109,16 +109,6 @@ def resolve_dsn(settings: DatabaseSettings) -> str:
     return embedded_dsn(settings.data_dir or default_data_dir() / "pgdata")
 
 
-def redact_dsn(dsn: str) -> str:
-    """A DSN safe to print: the password replaced."""
-    if "@" not in dsn or "://" not in dsn:
-        return dsn
-    scheme, rest = dsn.split("://", 1)
-    creds, host = rest.rsplit("@", 1)
-    user = creds.split(":", 1)[0]
-    return f"{scheme}://{user}:***@{host}" if ":" in creds else dsn
-
-
 async def init_connection(conn: asyncpg.Connection) -> None:
     """Decode json/jsonb to Python objects on every connection."""
     for name in ("json", "jsonb"):

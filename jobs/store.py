@@ -491,8 +491,3 @@ class JobStore:
                     rows=[Row(r["id"]) for r in late], fence="none", nominal=S.CANCELLED,
                     cancel_by="system", cancel_reason="timed_out"))
         return {k: v for k, v in counts.items() if v}
-
-    async def next_run_at(self) -> datetime | None:
-        """When the earliest queued job becomes due."""
-        value: datetime | None = await self.pool.fetchval(q("job_next_run_at"))
-        return value

@@ -224,7 +224,3 @@ WHERE j.deadline_at < now() AND j.state IN ('queued', 'running')
 ORDER BY j.id
 LIMIT $1
 FOR UPDATE SKIP LOCKED;
-
--- name: job_next_run_at
--- When the next queued job becomes claimable (for a worker's sleep).
-SELECT min(run_at) FROM job WHERE state = 'queued';
