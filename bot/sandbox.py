@@ -118,7 +118,7 @@ def sandbox_settings(data_dir: Path) -> Settings:
 @asynccontextmanager
 async def running_emulator(
     data_dir: Path, host: str, port: int
-) -> AsyncIterator[tuple[Emulator, SandboxWorld]]:
+) -> AsyncIterator[Emulator]:
     """The emulator with its world loaded from (and saved to) ``data_dir``, serving the page."""
     emu = Emulator(EmulatorConfig(host=host, port=port))
     world_file = WorldFile(emu, data_dir / WORLD_FILE)
@@ -135,14 +135,14 @@ async def running_emulator(
     try:
         await world_file.start()
         try:
-            yield emu, world
+            yield emu
         finally:
             await world_file.stop()
     finally:
         await emu.stop()
 
 
-async def run_bot(emu: Emulator, world: SandboxWorld, engine: Engine, stop: asyncio.Event) -> None:
+async def run_bot(emu: Emulator, engine: Engine, stop: asyncio.Event) -> None:
     """Run the Errand bot against ``emu`` until ``stop`` is set."""
     from bot.client import run
     from bot.settings import BotSettings
@@ -172,7 +172,7 @@ async def run_sandbox(
     jobs at once instead of giving them the shutdown grace)."""
     settings = sandbox_settings(data_dir)
     async with (
-        running_emulator(data_dir, host, port) as (emu, world),
+        running_emulator(data_dir, host, port) as emu,
         open_engine(settings, pool_max=settings.db.pool_max) as engine,
     ):
         worker = Worker(
@@ -184,7 +184,7 @@ async def run_sandbox(
         )
         tasks = [
             asyncio.create_task(worker.run(stop, hard), name="sandbox-worker"),
-            asyncio.create_task(run_bot(emu, world, engine, stop), name="sandbox-bot"),
+            asyncio.create_task(run_bot(emu, engine, stop), name="sandbox-bot"),
         ]
         print(
             f"Errand sandbox: open {emu.base_url}/ (data: {data_dir}; Ctrl-C to stop)",
