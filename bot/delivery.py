@@ -38,7 +38,7 @@ from bot.queries import sql
 from jobs.db import connect
 from jobs.errors import UnknownJob
 from jobs.logs import get_logger
-from jobs.model import JobStatus, JobView
+from jobs.model import JobStatus
 from jobs.outbox import OUTBOX_CHANNEL, PROGRESS_CHANNEL, OutboxRow
 from jobs.state import TERMINAL, State
 
@@ -258,7 +258,7 @@ class Delivery:
         # Take the job's render lease first: only its owner claims the job's rows, so two
         # bot processes never race for them; then read the job after claiming its rows, so
         # the progress message is at least as new as every notice that follows it.
-        binding = await self._binding(await self.bot.store.get(public_id))
+        await self._ensure_binding(job_id, public_id)
         taken = await self.bot.pool.fetchrow(
             sql("binding_take_render"), job_id, self.name, self.settings.delivery_lease_seconds
         )
@@ -304,19 +304,23 @@ class Delivery:
             raise LookupError(f"{name}: no binding for job {args[0]}")
         return record
 
-    async def _binding(self, job: JobView) -> asyncpg.Record:
-        binding = await self.bot.pool.fetchrow(sql("binding_get"), job.id)
+    async def _ensure_binding(self, job_id: int, public_id: str) -> None:
+        """Make sure the job has a binding; raise Retry while its /summon answer may be pending."""
+        binding = await self.bot.pool.fetchrow(sql("binding_get"), job_id)
         if binding is not None and (binding["anchor_message_id"] or binding["thread_id"]
                                     or binding["channel_type"] not in THREADABLE):
-            return binding
+            return
+        # Only an unfinished binding needs the job (its age and origin); a binding cascades
+        # away with its job, so a pruned job still ends here in UnknownJob.
+        job = await self.bot.store.get(public_id)
         age = (datetime.now(UTC) - job.created_at).total_seconds()
         if age < self.settings.anchor_wait_seconds:
             raise Retry  # the /summon handler records its answer message right after answering
         if binding is not None:
-            return binding
+            return
         # The bot stopped between submit and recording the answer: bind from the origin.
         origin = job.origin
-        return await self._write(
+        await self._write(
             "binding_insert", job.id, origin.get("guild_id"), str(origin["channel_id"]),
             int(origin.get("channel_type") or 0), None,
         )
