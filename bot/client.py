@@ -22,11 +22,10 @@ from bot.commands import JobCommands, install
 from bot.delivery import Delivery
 from bot.queries import sql
 from bot.settings import BotSettings
-from jobs.app import Engine, open_engine
+from jobs.app import Engine
 from jobs.kinds import Registry
 from jobs.logs import get_logger
 from jobs.outbox import Outbox
-from jobs.settings import Settings
 from jobs.store import JobStore
 
 log = get_logger("bot")
@@ -118,14 +117,8 @@ async def sync_commands(bot: ErrandBot) -> bool:
     return True
 
 
-async def run(
-    bot_settings: BotSettings,
-    stop: asyncio.Event,
-    *,
-    engine: Engine | None = None,
-    settings: Settings | None = None,
-) -> None:
-    """Run the bot until ``stop`` is set, on ``engine`` (or one opened from ``settings``).
+async def run(bot_settings: BotSettings, stop: asyncio.Event, *, engine: Engine) -> None:
+    """Run the bot on ``engine`` until ``stop`` is set.
 
     For embedding (the sandbox): the API base and gateway settings are applied first.
     """
@@ -133,19 +126,16 @@ async def run(
 
     token = token_of(bot_settings)
     point_discord_at(bot_settings.api_base, bot_settings.gateway_url)
-    async with contextlib.AsyncExitStack() as stack:
-        if engine is None:
-            engine = await stack.enter_async_context(open_engine(settings or Settings()))
-        bot = ErrandBot(store=engine.store, dsn=engine.dsn, settings=bot_settings,
-                        registry=engine.registry)
-        task = asyncio.create_task(bot.start(token), name="errand-bot")
-        stopper = asyncio.create_task(stop.wait())
-        try:
-            done, _ = await asyncio.wait([task, stopper], return_when=asyncio.FIRST_COMPLETED)
-            if task in done:
-                task.result()
-        finally:
-            stopper.cancel()
-            await bot.close()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await asyncio.wait_for(task, 5.0)
+    bot = ErrandBot(store=engine.store, dsn=engine.dsn, settings=bot_settings,
+                    registry=engine.registry)
+    task = asyncio.create_task(bot.start(token), name="errand-bot")
+    stopper = asyncio.create_task(stop.wait())
+    try:
+        done, _ = await asyncio.wait([task, stopper], return_when=asyncio.FIRST_COMPLETED)
+        if task in done:
+            task.result()
+    finally:
+        stopper.cancel()
+        await bot.close()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await asyncio.wait_for(task, 5.0)
