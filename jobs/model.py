@@ -6,11 +6,18 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
+import asyncpg
+
 from jobs.state import State
 
 
 def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value else None
+
+
+def jsonable(row: asyncpg.Record) -> dict[str, Any]:
+    """A database row with its datetimes as ISO strings, ready for JSON."""
+    return {k: v.isoformat() if isinstance(v, datetime) else v for k, v in dict(row).items()}
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from typing import Any
 import asyncpg
 
 from jobs.logs import get_logger
-from jobs.model import JobStatus
+from jobs.model import JobStatus, jsonable
 from jobs.queries import q
 from jobs.state import TERMINAL
 from jobs.store import JobStore
@@ -47,10 +47,6 @@ def parse_duration(text: str) -> float:
     if not match:
         raise ValueError(f"bad duration {text!r}: use e.g. 30d, 12h, 90m, 45s")
     return float(match[1]) * _UNITS[match[2] or "s"]
-
-
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value else None
 
 
 # -- the timeline ----------------------------------------------------------------------------
@@ -83,10 +79,6 @@ class Timeline:
         out["notices"] = self.notices
         out["timeline"] = [e.to_json() for e in self.entries]
         return out
-
-
-def _jsonable(row: asyncpg.Record) -> dict[str, Any]:
-    return {k: _iso(v) if isinstance(v, datetime) else v for k, v in dict(row).items()}
 
 
 async def timeline(store: JobStore, public_id: str) -> Timeline:
@@ -135,7 +127,7 @@ async def timeline(store: JobStore, public_id: str) -> Timeline:
                                  f"attempts: {n['last_error']}"))
     order = {"event": 0, "attempt": 1, "step": 2, "effect": 3, "notice": 4}
     entries.sort(key=lambda e: (e.at, order[e.what]))
-    return Timeline(status, [_jsonable(e) for e in effects], [_jsonable(n) for n in notices],
+    return Timeline(status, [jsonable(e) for e in effects], [jsonable(n) for n in notices],
                     entries)
 
 
@@ -155,7 +147,7 @@ async def list_notices(
     if status is not None and status not in NOTICE_STATUSES:
         raise ValueError(f"bad status {status!r}: use one of {', '.join(NOTICE_STATUSES)}")
     rows = await pool.fetch(q("outbox_list"), status, job.lower() if job else None, limit)
-    return [_jsonable(r) for r in rows]
+    return [jsonable(r) for r in rows]
 
 
 async def retry_notices(pool: asyncpg.Pool, ids: list[int] | None) -> list[int]:

@@ -20,7 +20,7 @@ from jobs.db import Conn
 from jobs.errors import IllegalTransition, NotAllowed, QuotaExceeded, StaleTransition, UnknownJob
 from jobs.ids import new_public_id, normalize
 from jobs.kinds import Registry
-from jobs.model import AttemptView, CancelOutcome, Claim, EventView, JobStatus, JobView
+from jobs.model import AttemptView, CancelOutcome, Claim, EventView, JobStatus, JobView, jsonable
 from jobs.queries import q
 from jobs.state import TERMINAL, Actor, State, allowed, sources
 from jobs.transition import KEEP_REASON, Move, Moved, Row, transition
@@ -85,10 +85,6 @@ _FINISH_MOVES: dict[str, tuple[list[Move], State]] = {
 def backoff(attempt: int, *, base: float = 1.0, cap: float = 300.0) -> float:
     """Seconds before retry number ``attempt``: exponential with full jitter, capped."""
     return random.uniform(0, min(cap, base * 2 ** max(0, attempt - 1)))
-
-
-def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
-    return {k: v.isoformat() if isinstance(v, datetime) else v for k, v in row.items()}
 
 
 def redact_error(exc: BaseException, limit: int = 2000) -> dict[str, str]:
@@ -209,8 +205,8 @@ class JobStore:
             job=JobView.from_record(record),
             attempts=[AttemptView.from_record(a) for a in attempts],
             events=[EventView.from_record(e) for e in events],
-            steps=[_jsonable(dict(s)) for s in steps],
-            assets=[_jsonable(dict(a)) for a in assets],
+            steps=[jsonable(s) for s in steps],
+            assets=[jsonable(a) for a in assets],
         )
 
     async def list_jobs(
