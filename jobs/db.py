@@ -15,7 +15,7 @@ from pathlib import Path
 import asyncpg
 
 from jobs.logs import get_logger
-from jobs.settings import DatabaseSettings
+from jobs.settings import DatabaseSettings, default_data_dir
 
 log = get_logger("db")
 
@@ -104,8 +104,6 @@ def resolve_dsn(settings: DatabaseSettings) -> str:
     """The DSN to use: the configured URL, or the embedded server's."""
     if settings.url is not None:
         return settings.url.get_secret_value()
-    from jobs.settings import default_data_dir
-
     return embedded_dsn(settings.data_dir or default_data_dir() / "pgdata")
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from jobs.budget import Budget, BudgetExceeded, Meter, Usage
 from jobs.queries import q
+from jobs.secrets import scrub
 
 if TYPE_CHECKING:
     from jobs.context import Context
@@ -97,8 +98,6 @@ class Steps:
     async def _record_end(
         self, ctx: Context, step_id: int, usage: Usage, outcome: str, error: str | None
     ) -> None:
-        from jobs.secrets import scrub
-
         assert self.usage is not None
         async with ctx.store.pool.acquire() as conn, conn.transaction():
             await conn.execute(

@@ -22,6 +22,7 @@ from jobs.ids import new_public_id, normalize
 from jobs.kinds import Registry
 from jobs.model import AttemptView, CancelOutcome, Claim, EventView, JobStatus, JobView, jsonable
 from jobs.queries import q
+from jobs.secrets import scrub
 from jobs.state import TERMINAL, Actor, State, allowed, sources
 from jobs.transition import KEEP_REASON, Move, Moved, Row, transition
 
@@ -89,8 +90,6 @@ def backoff(attempt: int, *, base: float = 1.0, cap: float = 300.0) -> float:
 
 def redact_error(exc: BaseException, limit: int = 2000) -> dict[str, str]:
     """An error as stored: type and message, cut short; never locals or arguments."""
-    from jobs.secrets import scrub
-
     # PostgreSQL text and jsonb cannot hold NUL; a message carrying one (a command's output)
     # would make the attempt's end unwritable.
     message = scrub(str(exc)).replace("\x00", "\ufffd")
