@@ -28,6 +28,9 @@ from jobs.transition import KEEP_REASON, Move, Moved, Row, transition
 
 S = State
 
+# What counts against a quota: every job not yet terminal (unknown ones too, until resolved).
+_ACTIVE = [s.value for s in State if s not in TERMINAL]
+
 COMPLETED_DESPITE_CANCEL = "completed despite cancel request"
 
 # The race policy, as moves (see docs/state-machine.md).
@@ -168,7 +171,7 @@ class JobStore:
         # concurrent submits from one person.
         if self.quotas.per_requester is not None:
             await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 1))", requester)
-            count = await conn.fetchval(q("job_count_active_by_requester"), requester)
+            count = await conn.fetchval(q("job_count_active_by_requester"), requester, _ACTIVE)
             if count >= self.quotas.per_requester:
                 raise QuotaExceeded(
                     f"quota reached: {count} of {self.quotas.per_requester} active jobs for you; "
@@ -176,7 +179,7 @@ class JobStore:
                 )
         if self.quotas.per_group is not None and group is not None:
             await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 2))", group)
-            count = await conn.fetchval(q("job_count_active_by_group"), group)
+            count = await conn.fetchval(q("job_count_active_by_group"), group, _ACTIVE)
             if count >= self.quotas.per_group:
                 raise QuotaExceeded(
                     f"quota reached: {count} of {self.quotas.per_group} active jobs here; "

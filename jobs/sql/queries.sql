@@ -29,14 +29,14 @@ SELECT ins.*, pg_notify('errand_job', ins.kind)::text AS _notified FROM ins;
 SELECT * FROM job WHERE idempotency_key = $1;
 
 -- name: job_count_active_by_requester
--- Queued and live jobs of one requester (quota check).
+-- Jobs of one requester in the given (not terminal) states (quota check).
 SELECT count(*) FROM job
-WHERE requester = $1 AND state IN ('queued', 'running', 'cancelling', 'unknown');
+WHERE requester = $1 AND state = ANY($2::job_state[]);
 
 -- name: job_count_active_by_group
--- Queued and live jobs of one origin group, e.g. a Discord guild (quota check).
+-- Jobs of one origin group, e.g. a Discord guild, in the given states (quota check).
 SELECT count(*) FROM job
-WHERE origin_group = $1 AND state IN ('queued', 'running', 'cancelling', 'unknown');
+WHERE origin_group = $1 AND state = ANY($2::job_state[]);
 
 -- name: job_get
 -- One job by public id.
