@@ -65,19 +65,37 @@ def data_root() -> Iterator[Path]:
     shutil.rmtree(root, ignore_errors=True)
 
 
+async def admin_execute(server_dsn: str, *statements: str) -> None:
+    """Run statements on the server's maintenance database (CREATE/DROP DATABASE)."""
+    admin = await asyncpg.connect(server_dsn)
+    try:
+        for statement in statements:
+            await admin.execute(statement)
+    finally:
+        await admin.close()
+
+
+async def create_database(server_dsn: str, name: str, template: str | None = None) -> str:
+    """A new database ``name`` (replacing one of that name), cloned from ``template`` if given;
+    returns its DSN."""
+    clone = f" TEMPLATE {template}" if template else ""
+    await admin_execute(server_dsn, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)",
+                        f"CREATE DATABASE {name}{clone}")
+    return with_database(server_dsn, name)
+
+
+async def drop_database(server_dsn: str, name: str) -> None:
+    """Drop database ``name``, disconnecting whoever still uses it."""
+    await admin_execute(server_dsn, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
 @pytest.fixture(scope="session")
 def template_db(server_dsn: str) -> str:
     """Name of a database with every migration applied, used as a clone template."""
     import asyncio
 
     async def build() -> None:
-        admin = await asyncpg.connect(server_dsn)
-        try:
-            await admin.execute(f"DROP DATABASE IF EXISTS {TEMPLATE} WITH (FORCE)")
-            await admin.execute(f"CREATE DATABASE {TEMPLATE}")
-        finally:
-            await admin.close()
-        conn = await asyncpg.connect(with_database(server_dsn, TEMPLATE))
+        conn = await asyncpg.connect(await create_database(server_dsn, TEMPLATE))
         try:
             await migrate(conn)
         finally:
@@ -91,17 +109,8 @@ def template_db(server_dsn: str) -> str:
 async def db_dsn(server_dsn: str, template_db: str) -> AsyncIterator[str]:
     """DSN of a fresh, migrated database for this test alone."""
     name = f"errand_test_{secrets.token_hex(6)}"
-    admin = await asyncpg.connect(server_dsn)
-    try:
-        await admin.execute(f"CREATE DATABASE {name} TEMPLATE {template_db}")
-    finally:
-        await admin.close()
-    yield with_database(server_dsn, name)
-    admin = await asyncpg.connect(server_dsn)
-    try:
-        await admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-    finally:
-        await admin.close()
+    yield await create_database(server_dsn, name, template_db)
+    await drop_database(server_dsn, name)
 
 
 @pytest.fixture

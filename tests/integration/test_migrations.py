@@ -8,22 +8,12 @@ import asyncpg
 
 from jobs.migrate import load, migrate
 from jobs.state import Actor, State
-from tests.conftest import with_database
-
-
-async def _fresh(server_dsn: str, name: str) -> str:
-    admin = await asyncpg.connect(server_dsn)
-    try:
-        await admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-        await admin.execute(f"CREATE DATABASE {name}")
-    finally:
-        await admin.close()
-    return with_database(server_dsn, name)
+from tests.conftest import create_database
 
 
 async def test_schema_builds_from_migrations_on_an_empty_database(server_dsn: str) -> None:
     """Every migration applies in order on an empty database and is recorded."""
-    dsn = await _fresh(server_dsn, "errand_mig_empty")
+    dsn = await create_database(server_dsn, "errand_mig_empty")
     conn = await asyncpg.connect(dsn)
     try:
         applied = await migrate(conn)
@@ -38,7 +28,7 @@ async def test_schema_builds_from_migrations_on_an_empty_database(server_dsn: st
 
 async def test_two_processes_migrating_together_do_not_race(server_dsn: str) -> None:
     """Concurrent migrate calls apply each file exactly once (advisory lock)."""
-    dsn = await _fresh(server_dsn, "errand_mig_race")
+    dsn = await create_database(server_dsn, "errand_mig_race")
     conns = [await asyncpg.connect(dsn) for _ in range(4)]
     try:
         results = await asyncio.gather(*(migrate(c) for c in conns))

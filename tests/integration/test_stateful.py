@@ -19,7 +19,7 @@ from jobs.errors import IllegalTransition, NotAllowed, StaleTransition
 from jobs.kinds import default_registry
 from jobs.state import TERMINAL, TRANSITIONS, Actor, State
 from jobs.store import Finish, JobStore
-from tests.conftest import with_database
+from tests.conftest import create_database, drop_database
 
 OUTCOMES = ["succeeded", "failed", "retry", "cancelled", "released", "unknown"]
 
@@ -27,17 +27,8 @@ OUTCOMES = ["succeeded", "failed", "retry", "cancelled", "released", "unknown"]
 @pytest.fixture
 def stateful_dsn(server_dsn: str, template_db: str) -> Iterator[str]:
     name = f"errand_stateful_{secrets.token_hex(4)}"
-
-    async def admin(sql: str) -> None:
-        conn = await asyncpg.connect(server_dsn)
-        try:
-            await conn.execute(sql)
-        finally:
-            await conn.close()
-
-    asyncio.run(admin(f"CREATE DATABASE {name} TEMPLATE {template_db}"))
-    yield with_database(server_dsn, name)
-    asyncio.run(admin(f"DROP DATABASE {name} WITH (FORCE)"))
+    yield asyncio.run(create_database(server_dsn, name, template_db))
+    asyncio.run(drop_database(server_dsn, name))
 
 
 def make_machine(dsn: str) -> type[RuleBasedStateMachine]:
