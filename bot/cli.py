@@ -29,12 +29,9 @@ def _serve(with_worker: bool) -> None:
 
     from bot.run import BadToken, serve
     from bot.settings import BotSettings
-    from jobs.cli import fail
-    from jobs.logs import configure
-    from jobs.settings import Settings
+    from jobs.cli import fail, load_settings
 
-    settings = Settings()
-    configure(settings.log_level, settings.log_format)
+    settings = load_settings()
     try:
         asyncio.run(serve(settings, BotSettings(), with_worker=with_worker))
     except BadToken as exc:

@@ -36,7 +36,8 @@ from discord_emulator import Emulator, EmulatorConfig, User
 from discord_emulator.persist import WorldFile
 from discord_emulator.web import PageConfig, serve_page
 from jobs.app import Engine, open_engine, stop_on_signals
-from jobs.logs import configure, get_logger
+from jobs.cli import load_settings
+from jobs.logs import get_logger
 from jobs.settings import Settings
 from jobs.worker import Worker
 
@@ -228,9 +229,7 @@ def exclusive(data_dir: Path) -> Iterator[None]:
 
 def main(data_dir: Path | None, host: str, port: int) -> None:
     """Run the sandbox in the foreground until SIGINT/SIGTERM."""
-    settings = Settings()
-    level = settings.log_level if os.environ.get("ERRAND_LOG_LEVEL") else "warning"
-    configure(level, settings.log_format)
+    settings = load_settings(quiet=True)
     # discord.py warns that voice support is missing; the sandbox has no voice.
     logging.getLogger("discord.client").setLevel(logging.ERROR)
     root = (data_dir or settings.data_dir / "sandbox").expanduser().resolve()

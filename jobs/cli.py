@@ -38,7 +38,8 @@ def fail(message: str) -> NoReturn:
     raise typer.Exit(2)
 
 
-def _settings(*, quiet: bool = False) -> Settings:
+def load_settings(*, quiet: bool = False) -> Settings:
+    """Settings from the environment, with logging configured for this command."""
     settings = Settings()
     # One-shot commands print their answer; routine info lines (a migration applied on the way)
     # would only bury it. ERRAND_LOG_LEVEL still wins when set.
@@ -51,7 +52,7 @@ def with_engine(fn: Callable[[Engine], Awaitable[T]]) -> T:
     """Run ``fn`` against a migrated engine; engine errors become exit code 2."""
 
     async def main() -> T:
-        async with open_engine(_settings(quiet=True), pool_max=2) as engine:
+        async with open_engine(load_settings(quiet=True), pool_max=2) as engine:
             return await fn(engine)
 
     try:
@@ -96,7 +97,7 @@ def worker(
     concurrency: Annotated[int | None, typer.Option(help="Jobs run at once.")] = None,
 ) -> None:
     """Run jobs until SIGTERM/SIGINT (a second signal stops hard)."""
-    settings = _settings()
+    settings = load_settings()
     if concurrency is not None:
         settings.worker.concurrency = concurrency
 
