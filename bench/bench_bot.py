@@ -32,11 +32,11 @@ from bot.client import ErrandBot
 from bot.settings import BotSettings
 from discord_emulator import Emulator
 from discord_emulator.testing import fast_config, make_world, running_bot
-from jobs.db import create_pool
+from jobs.engine.db import create_pool
+from jobs.engine.store import JobStore
 from jobs.kinds import default_registry
+from jobs.runtime.worker import Worker
 from jobs.settings import WorkerSettings
-from jobs.store import JobStore
-from jobs.worker import Worker
 
 STATE = re.compile(r"\*\*(succeeded|failed|cancelled)\*\*")
 JOB_ID = re.compile(r"Job `([a-z0-9]+)`")
@@ -47,8 +47,13 @@ async def run(jobs: int, steps: int, step_seconds: float, sequential: int) -> No
     pool = await create_pool(dsn, min_size=2, max_size=20)
     registry = default_registry()
     store = JobStore(pool, registry)
-    settings = BotSettings(_env_file=None, token=None, dev_guild=None,  # type: ignore[call-arg]
-                           default_kind="demo", guild_ready_timeout=0.05)
+    settings = BotSettings(
+        _env_file=None,
+        token=None,
+        dev_guild=None,  # type: ignore[call-arg]
+        default_kind="demo",
+        guild_ready_timeout=0.05,
+    )
     async with Emulator(fast_config()) as emu:
         world = make_world(emu)
         bot = ErrandBot(store=store, dsn=dsn, settings=settings, registry=registry)
@@ -69,8 +74,11 @@ async def run(jobs: int, steps: int, step_seconds: float, sequential: int) -> No
             async def summon(n: int) -> tuple[str, float]:
                 t0 = time.perf_counter()
                 handle = await emu.invoke_slash(
-                    world.alice, world.channel, "summon",
-                    {"task": f"bench {n}", "params": f"steps={steps} step_seconds={step_seconds}"})
+                    world.alice,
+                    world.channel,
+                    "summon",
+                    {"task": f"bench {n}", "params": f"steps={steps} step_seconds={step_seconds}"},
+                )
                 answer = await handle.wait_original(timeout=30)
                 match = JOB_ID.search(answer.content)
                 assert match, answer.content
@@ -80,13 +88,15 @@ async def run(jobs: int, steps: int, step_seconds: float, sequential: int) -> No
             single = []
             for n in range(sequential):
                 t0 = time.perf_counter()
-                handle = await emu.invoke_slash(world.alice, world.channel, "summon",
-                                                {"task": f"one {n}", "params": "steps=0"})
+                handle = await emu.invoke_slash(
+                    world.alice, world.channel, "summon", {"task": f"one {n}", "params": "steps=0"}
+                )
                 await handle.wait_original(timeout=30)
                 single.append(time.perf_counter() - t0)
             # Let their deliveries finish, so the burst below starts from a quiet bot.
             while sequential and await pool.fetchval(  # noqa: ASYNC110 - polling the DB
-                    "SELECT count(*) FROM outbox WHERE delivered_at IS NULL AND dead_at IS NULL"):
+                "SELECT count(*) FROM outbox WHERE delivered_at IS NULL AND dead_at IS NULL"
+            ):
                 await asyncio.sleep(0.1)
 
             t_start = time.perf_counter()
@@ -95,15 +105,22 @@ async def run(jobs: int, steps: int, step_seconds: float, sequential: int) -> No
             acks = [r[1] for r in results]
 
             async def bindings() -> list[Any]:
-                return list(await pool.fetch(
-                    "SELECT j.public_id, j.finished_at, b.progress_message_id::bigint AS mid "
-                    "FROM job j JOIN discord_binding b ON b.job_id = j.id "
-                    "WHERE j.public_id = ANY($1)", ids))
+                return list(
+                    await pool.fetch(
+                        "SELECT j.public_id, j.finished_at, b.progress_message_id::bigint AS mid "
+                        "FROM job j JOIN discord_binding b ON b.job_id = j.id "
+                        "WHERE j.public_id = ANY($1)",
+                        ids,
+                    )
+                )
 
             while True:
                 rows = await bindings()
-                if len(rows) == jobs and all(r["mid"] in terminal_seen or (
-                        r["mid"] and STATE.search(emu.message(r["mid"]).content)) for r in rows):
+                if len(rows) == jobs and all(
+                    r["mid"] in terminal_seen
+                    or (r["mid"] and STATE.search(emu.message(r["mid"]).content))
+                    for r in rows
+                ):
                     break
                 if time.perf_counter() - t_start > 600:
                     raise TimeoutError("jobs did not all reach a terminal display")
@@ -113,27 +130,40 @@ async def run(jobs: int, steps: int, step_seconds: float, sequential: int) -> No
             await worker_task
         events.close()
         watcher.cancel()
-        delays = [terminal_seen[r["mid"]] - r["finished_at"].timestamp()
-                  for r in rows if r["mid"] in terminal_seen]
+        delays = [
+            terminal_seen[r["mid"]] - r["finished_at"].timestamp()
+            for r in rows
+            if r["mid"] in terminal_seen
+        ]
         edits = [len(emu.message(r["mid"]).versions) - 1 for r in rows]
         limited = Counter(r.route or r.path for r in emu.request_log(status=429))
     await pool.close()
 
-    print(f"jobs: {jobs} summoned at once in one channel, demo steps={steps} "
-          f"step_seconds={step_seconds}; all terminal after {wall:.1f} s")
+    print(
+        f"jobs: {jobs} summoned at once in one channel, demo steps={steps} "
+        f"step_seconds={step_seconds}; all terminal after {wall:.1f} s"
+    )
     if single:
-        print(f"ack latency, one at a time ({len(single)}): "
-              f"p50 {quantile(single, 0.5) * 1000:.0f} ms, "
-              f"p99 {quantile(single, 0.99) * 1000:.0f} ms")
-    print(f"ack latency, all at once: p50 {quantile(acks, 0.5) * 1000:.0f} ms, "
-          f"p99 {quantile(acks, 0.99) * 1000:.0f} ms, max {max(acks) * 1000:.0f} ms")
-    print(f"edits per job: mean {sum(edits) / len(edits):.1f}, min {min(edits)}, "
-          f"max {max(edits)} (progress is written by the worker at most 2/s, "
-          "the bot edits at most 1/s per message)")
+        print(
+            f"ack latency, one at a time ({len(single)}): "
+            f"p50 {quantile(single, 0.5) * 1000:.0f} ms, "
+            f"p99 {quantile(single, 0.99) * 1000:.0f} ms"
+        )
+    print(
+        f"ack latency, all at once: p50 {quantile(acks, 0.5) * 1000:.0f} ms, "
+        f"p99 {quantile(acks, 0.99) * 1000:.0f} ms, max {max(acks) * 1000:.0f} ms"
+    )
+    print(
+        f"edits per job: mean {sum(edits) / len(edits):.1f}, min {min(edits)}, "
+        f"max {max(edits)} (progress is written by the worker at most 2/s, "
+        "the bot edits at most 1/s per message)"
+    )
     if delays:
-        print(f"terminal-edit delay: p50 {quantile(delays, 0.5) * 1000:.0f} ms, "
-              f"p99 {quantile(delays, 0.99) * 1000:.0f} ms, max {max(delays) * 1000:.0f} ms "
-              f"({len(delays)} jobs)")
+        print(
+            f"terminal-edit delay: p50 {quantile(delays, 0.5) * 1000:.0f} ms, "
+            f"p99 {quantile(delays, 0.99) * 1000:.0f} ms, max {max(delays) * 1000:.0f} ms "
+            f"({len(delays)} jobs)"
+        )
     print(f"429s by route: {dict(limited) or 'none'}")
 
 
@@ -142,8 +172,12 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=100)
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--step-seconds", type=float, default=0.5)
-    parser.add_argument("--sequential", type=int, default=50,
-                        help="jobs summoned one at a time first (ack latency when idle)")
+    parser.add_argument(
+        "--sequential",
+        type=int,
+        default=50,
+        help="jobs summoned one at a time first (ack latency when idle)",
+    )
     args = parser.parse_args()
     asyncio.run(run(args.jobs, args.steps, args.step_seconds, args.sequential))
 

@@ -27,9 +27,9 @@ from pathlib import Path
 import asyncpg
 
 from bench.common import fresh_db, quantile, server_dsn
-from jobs.db import create_pool
+from jobs.engine.db import create_pool
+from jobs.engine.store import JobStore
 from jobs.kinds import default_registry
-from jobs.store import JobStore
 
 ROOT = Path(__file__).resolve().parents[1]
 ORIGIN = {"transport": "bench"}  # a transport origin makes every transition write an outbox row
@@ -37,9 +37,14 @@ ORIGIN = {"transport": "bench"}  # a transport origin makes every transition wri
 
 async def start_worker(dsn: str, **env: str) -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
-        sys.executable, "-c", "from bot.cli import main; main()", "worker",
+        sys.executable,
+        "-c",
+        "from bot.cli import main; main()",
+        "worker",
         env=os.environ | {"DATABASE_URL": dsn, "ERRAND_LOG_LEVEL": "warning", **env},
-        cwd=ROOT, stdout=asyncio.subprocess.DEVNULL)
+        cwd=ROOT,
+        stdout=asyncio.subprocess.DEVNULL,
+    )
 
 
 async def stop_worker(proc: asyncio.subprocess.Process) -> None:
@@ -55,14 +60,17 @@ async def submit_rate(server: str, n: int, concurrency: int) -> None:
 
     async def one(i: int) -> None:
         async with sem:
-            await store.submit("noop", {}, requester=f"u{i % 50}", origin=ORIGIN,
-                               idempotency_key=f"k{i}")
+            await store.submit(
+                "noop", {}, requester=f"u{i % 50}", origin=ORIGIN, idempotency_key=f"k{i}"
+            )
 
     started = time.perf_counter()
     await asyncio.gather(*(one(i) for i in range(n)))
     took = time.perf_counter() - started
-    print(f"submit: {n} jobs in {took:.2f}s = {n / took:,.0f} submits/s "
-          f"({concurrency} concurrent connections, one client process)")
+    print(
+        f"submit: {n} jobs in {took:.2f}s = {n / took:,.0f} submits/s "
+        f"({concurrency} concurrent connections, one client process)"
+    )
     await pool.close()
 
 
@@ -74,19 +82,27 @@ async def noop_throughput(server: str, n: int) -> None:
     await pool.execute(
         "INSERT INTO job (public_id, kind, params, requester, origin, max_attempts) "
         "SELECT lpad(to_hex(g), 8, '0'), 'noop', '{}', 'bench', $1, 3 "
-        "FROM generate_series(1, $2) g", ORIGIN, n)
-    proc = await start_worker(dsn, ERRAND_WORKER_CONCURRENCY="1000",
-                              ERRAND_WORKER_CLAIM_BATCH="500")
+        "FROM generate_series(1, $2) g",
+        ORIGIN,
+        n,
+    )
+    proc = await start_worker(
+        dsn, ERRAND_WORKER_CONCURRENCY="1000", ERRAND_WORKER_CLAIM_BATCH="500"
+    )
     while await pool.fetchval("SELECT count(*) FROM job WHERE state = 'succeeded'") < n:  # noqa: ASYNC110
         await asyncio.sleep(0.1)
     first, last = await pool.fetchrow(
-        "SELECT min(a.started_at), max(j.finished_at) FROM job j JOIN attempt a ON a.job_id = j.id")
+        "SELECT min(a.started_at), max(j.finished_at) FROM job j JOIN attempt a ON a.job_id = j.id"
+    )
     took = (last - first).total_seconds()
     rows = await pool.fetchrow(
         "SELECT (SELECT count(*) FROM attempt) a, (SELECT count(*) FROM event) e, "
-        "(SELECT count(*) FROM outbox) o")
-    print(f"noop throughput (one worker process): {n} jobs in {took:.2f}s = {n / took:,.0f} jobs/s "
-          f"(rows written: {rows['a']} attempts, {rows['e']} events, {rows['o']} outbox)")
+        "(SELECT count(*) FROM outbox) o"
+    )
+    print(
+        f"noop throughput (one worker process): {n} jobs in {took:.2f}s = {n / took:,.0f} jobs/s "
+        f"(rows written: {rows['a']} attempts, {rows['e']} events, {rows['o']} outbox)"
+    )
     await stop_worker(proc)
     await pool.close()
 
@@ -111,8 +127,10 @@ async def until(store: JobStore, public_id: str, state: str) -> None:
 
 
 def report(what: str, latencies: list[float]) -> None:
-    print(f"{what} over {len(latencies)} jobs: p50 {quantile(latencies, 0.5):.2f} ms, "
-          f"p99 {quantile(latencies, 0.99):.2f} ms, max {max(latencies):.2f} ms")
+    print(
+        f"{what} over {len(latencies)} jobs: p50 {quantile(latencies, 0.5):.2f} ms, "
+        f"p99 {quantile(latencies, 0.99):.2f} ms, max {max(latencies):.2f} ms"
+    )
 
 
 async def start_latency(server: str, n: int) -> None:
@@ -123,7 +141,9 @@ async def start_latency(server: str, n: int) -> None:
             await until(store, job.public_id, "succeeded")
             delta = await pool.fetchval(
                 "SELECT extract(epoch FROM a.started_at - j.created_at) FROM job j "
-                "JOIN attempt a ON a.job_id = j.id WHERE j.id = $1", job.id)
+                "JOIN attempt a ON a.job_id = j.id WHERE j.id = $1",
+                job.id,
+            )
             latencies.append(float(delta) * 1000)
             await asyncio.sleep(0.01)  # idle between jobs
     report("idle enqueue-to-start latency", latencies)
@@ -133,15 +153,15 @@ async def cancel_latency(server: str, n: int) -> None:
     latencies = []
     async with idle_worker(server, "errand_bench_cancel") as (pool, store):
         for _ in range(n):
-            job, _ = await store.submit("sleep", {"seconds": 60}, requester="bench",
-                                        origin=ORIGIN)
+            job, _ = await store.submit("sleep", {"seconds": 60}, requester="bench", origin=ORIGIN)
             await until(store, job.public_id, "running")
             await store.cancel(job.public_id, by="bench")
             await until(store, job.public_id, "cancelled")
             delta = await pool.fetchval(
                 "SELECT extract(epoch FROM max(at) FILTER (WHERE to_state = 'cancelled') "
                 "- max(at) FILTER (WHERE to_state = 'cancelling')) FROM event WHERE job_id = $1",
-                job.id)
+                job.id,
+            )
             latencies.append(float(delta) * 1000)
     report("cancel request-to-observed latency", latencies)
 

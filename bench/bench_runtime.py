@@ -18,12 +18,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bench.common import fresh_db, server_dsn
-from jobs.budget import Budget
-from jobs.db import create_pool
+from jobs.engine.db import create_pool
+from jobs.engine.store import JobStore
 from jobs.kinds import default_registry
+from jobs.runtime.budget import Budget
+from jobs.runtime.worker import Worker
 from jobs.settings import WorkerSettings
-from jobs.store import JobStore
-from jobs.worker import Worker
 
 DONE = "SELECT count(*) FROM job WHERE state = 'succeeded'"
 
@@ -64,10 +64,16 @@ async def sleeping(server: str, n: int, interval: float) -> None:
     store = CountingStore(pool, registry)
     await submit_many(store, "sleep", {"seconds": 3600}, n)
     before = rss_mb()
-    settings = WorkerSettings(concurrency=n, claim_batch=1000, heartbeat_seconds=interval,
-                              lease_seconds=interval * 6, poll_seconds=0.5)
-    worker = Worker(store, registry, settings, dsn=dsn, budget=Budget(),
-                    assets_dir=Path(tempfile.mkdtemp()))
+    settings = WorkerSettings(
+        concurrency=n,
+        claim_batch=1000,
+        heartbeat_seconds=interval,
+        lease_seconds=interval * 6,
+        poll_seconds=0.5,
+    )
+    worker = Worker(
+        store, registry, settings, dsn=dsn, budget=Budget(), assets_dir=Path(tempfile.mkdtemp())
+    )
     stop = asyncio.Event()
     task = asyncio.create_task(worker.run(stop))
     started = time.monotonic()
@@ -79,8 +85,10 @@ async def sleeping(server: str, n: int, interval: float) -> None:
     await asyncio.sleep(window)
     per_interval = store.heartbeats / (window / interval)
     peak = rss_mb()
-    print(f"sleeping jobs: {n:>6}  claimed all in {ramp:5.1f}s  RSS {peak:6.1f} MB "
-          f"(before worker {before:5.1f} MB)  heartbeat statements/interval {per_interval:.1f}")
+    print(
+        f"sleeping jobs: {n:>6}  claimed all in {ramp:5.1f}s  RSS {peak:6.1f} MB "
+        f"(before worker {before:5.1f} MB)  heartbeat statements/interval {per_interval:.1f}"
+    )
     stop.set()
     await task
     await pool.close()
@@ -93,16 +101,19 @@ async def demo_throughput(server: str, n: int, steps: int) -> None:
     store = JobStore(pool, registry)
     await submit_many(store, "demo", {"steps": steps, "step_seconds": 0}, n)
     settings = WorkerSettings(concurrency=200, claim_batch=200, poll_seconds=0.1)
-    worker = Worker(store, registry, settings, dsn=dsn, budget=Budget(),
-                    assets_dir=Path(tempfile.mkdtemp()))
+    worker = Worker(
+        store, registry, settings, dsn=dsn, budget=Budget(), assets_dir=Path(tempfile.mkdtemp())
+    )
     stop = asyncio.Event()
     started = time.monotonic()
     task = asyncio.create_task(worker.run(stop))
     while await pool.fetchval(DONE) < n:  # noqa: ASYNC110  (polling the database)
         await asyncio.sleep(0.05)
     took = time.monotonic() - started
-    print(f"demo throughput: {n} jobs x {steps} zero-length steps in {took:.2f}s = "
-          f"{n / took:.0f} jobs/s, {n * steps / took:.0f} steps/s (concurrency 200)")
+    print(
+        f"demo throughput: {n} jobs x {steps} zero-length steps in {took:.2f}s = "
+        f"{n / took:.0f} jobs/s, {n * steps / took:.0f} steps/s (concurrency 200)"
+    )
     stop.set()
     await task
     await pool.close()

@@ -9,8 +9,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 
-from jobs.db import embedded_dsn
-from jobs.migrate import migrate
+from jobs.engine.db import embedded_dsn
+from jobs.engine.migrate import migrate
 
 _keep: list[tempfile.TemporaryDirectory[str]] = []
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from jobs.cli import app, run
+from jobs.ops.cli import app, run
 
 
 @app.command()
@@ -29,7 +29,7 @@ def _serve(with_worker: bool) -> None:
 
     from bot.run import BadToken, serve
     from bot.settings import BotSettings
-    from jobs.cli import fail, load_settings
+    from jobs.ops.cli import fail, load_settings
 
     settings = load_settings()
     try:

@@ -22,11 +22,11 @@ from bot.commands import JobCommands, install
 from bot.delivery import Delivery
 from bot.queries import sql
 from bot.settings import BotSettings
-from jobs.app import Engine
-from jobs.kinds import Registry
+from jobs.engine.outbox import Outbox
+from jobs.engine.store import JobStore
 from jobs.logs import get_logger
-from jobs.outbox import Outbox
-from jobs.store import JobStore
+from jobs.ops.app import Engine
+from jobs.runtime.registry import Registry
 
 log = get_logger("bot")
 
@@ -83,8 +83,11 @@ class ErrandBot(discord.Client):
     async def _on_command_error(
         self, interaction: discord.Interaction[Any], error: app_commands.AppCommandError
     ) -> None:
-        log.error("command.failed", command=interaction.command and interaction.command.name,
-                  error=type(error).__name__)
+        log.error(
+            "command.failed",
+            command=interaction.command and interaction.command.name,
+            error=type(error).__name__,
+        )
         text = "Something went wrong; nothing was changed. Try again in a moment."
         try:
             if interaction.response.is_done():
@@ -126,8 +129,9 @@ async def run(bot_settings: BotSettings, stop: asyncio.Event, *, engine: Engine)
 
     token = token_of(bot_settings)
     point_discord_at(bot_settings.api_base, bot_settings.gateway_url)
-    bot = ErrandBot(store=engine.store, dsn=engine.dsn, settings=bot_settings,
-                    registry=engine.registry)
+    bot = ErrandBot(
+        store=engine.store, dsn=engine.dsn, settings=bot_settings, registry=engine.registry
+    )
     task = asyncio.create_task(bot.start(token), name="errand-bot")
     stopper = asyncio.create_task(stop.wait())
     try:

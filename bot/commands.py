@@ -20,11 +20,11 @@ from discord import app_commands
 
 from bot import render
 from bot.queries import sql
+from jobs.engine.ids import PATTERN, normalize
+from jobs.engine.model import JobView
+from jobs.engine.state import Actor
 from jobs.errors import ErrandError, InvalidParams, NotAllowed, QuotaExceeded, UnknownJob
-from jobs.ids import PATTERN, normalize
 from jobs.logs import get_logger
-from jobs.model import JobView
-from jobs.state import Actor
 
 if TYPE_CHECKING:
     from bot.client import ErrandBot
@@ -70,7 +70,7 @@ def parse_params(text: str) -> dict[str, Any]:
     for part in parts:
         key, sep, raw = part.partition("=")
         if not sep or not key.isidentifier():
-            raise ValueError("params must look like `steps=3 note=\"two words\"`")
+            raise ValueError('params must look like `steps=3 note="two words"`')
         try:
             params[key] = json.loads(raw)
         except json.JSONDecodeError:
@@ -161,8 +161,9 @@ class JobCommands:
             return
         if kind_name not in self.bot.registry:
             known = ", ".join(self.bot.registry.names())
-            await self.reply(interaction, f"Unknown kind `{render.code(kind_name, 40)}`. "
-                                          f"Kinds: {known}.")
+            await self.reply(
+                interaction, f"Unknown kind `{render.code(kind_name, 40)}`. Kinds: {known}."
+            )
             return
         try:
             values = parse_params(params or "")
@@ -186,14 +187,16 @@ class JobCommands:
         }
         # The submit is one short transaction; should the database be slow, acknowledge
         # (deferred answer) before Discord's 3 s deadline and answer when the submit is done.
-        submit = asyncio.ensure_future(self.bot.store.submit(
-            kind_name,
-            values,
-            requester=requester_of(interaction.user),
-            origin=origin,
-            origin_group=group_of(interaction),
-            idempotency_key=f"{TRANSPORT}:{interaction.id}",
-        ))
+        submit = asyncio.ensure_future(
+            self.bot.store.submit(
+                kind_name,
+                values,
+                requester=requester_of(interaction.user),
+                origin=origin,
+                origin_group=group_of(interaction),
+                idempotency_key=f"{TRANSPORT}:{interaction.id}",
+            )
+        )
         done, _ = await asyncio.wait({submit}, timeout=self.bot.settings.defer_after_seconds)
         deferred = not done
         if deferred:
@@ -208,8 +211,10 @@ class JobCommands:
             discord.ChannelType.news.value: "Follow it in the thread on this message",
             discord.ChannelType.forum.value: "Follow it in its own post in this forum",
         }.get(channel_type, "Follow it here")
-        answer = (f"Job `{job.public_id}` ({job.kind}) is queued. {where}, or with "
-                  f"`/job status {job.public_id}`.")
+        answer = (
+            f"Job `{job.public_id}` ({job.kind}) is queued. {where}, or with "
+            f"`/job status {job.public_id}`."
+        )
         anchor: int | None
         if deferred:
             # The first follow-up of a deferred answer becomes the answer message.
@@ -217,8 +222,13 @@ class JobCommands:
         else:
             response = await interaction.response.send_message(answer)
             anchor = response.message_id if response is not None else None
-        log.info("job.summoned", job_id=job.public_id, kind=job.kind, guild=origin["guild_id"],
-                 deferred=deferred)
+        log.info(
+            "job.summoned",
+            job_id=job.public_id,
+            kind=job.kind,
+            guild=origin["guild_id"],
+            deferred=deferred,
+        )
         # After the answer: remember the message to start the thread from, then wake delivery.
         await self.bot.pool.execute(
             sql("binding_insert"),
@@ -244,8 +254,10 @@ class JobCommands:
         self, interaction: discord.Interaction[Any], current: str
     ) -> list[app_commands.Choice[str]]:
         """The chosen kind's parameters not yet given, as ``name=`` suggestions."""
-        kind = getattr(interaction.namespace, "kind", None) or \
-            self.bot.settings.resolved_default_kind()
+        kind = (
+            getattr(interaction.namespace, "kind", None)
+            or self.bot.settings.resolved_default_kind()
+        )
         if kind not in self.bot.registry:
             return []
         fields = self.bot.registry.get(kind).params.model_fields
@@ -265,8 +277,9 @@ class JobCommands:
     # -- /job ... -------------------------------------------------------------------------
 
     async def status(self, interaction: discord.Interaction[Any], job_id: str | None) -> None:
-        await self.reply(interaction, await self.in_time(interaction,
-                                                         self._status(interaction, job_id)))
+        await self.reply(
+            interaction, await self.in_time(interaction, self._status(interaction, job_id))
+        )
 
     async def _status(self, interaction: discord.Interaction[Any], job_id: str | None) -> str:
         job = await self.visible(interaction, job_id)
@@ -297,15 +310,13 @@ class JobCommands:
         """The answer, and the job when a cancel was asked of the store."""
         job = await self.visible(interaction, job_id)
         if job is None:
-            return (NO_SUCH_JOB if job_id else "Give a job id, or ask inside a job's thread."),\
-                None
+            return (NO_SUCH_JOB if job_id else "Give a job id, or ask inside a job's thread."), None
         if job.requester == requester_of(interaction.user):
             actor = Actor.REQUESTER
         elif self.may_moderate(interaction):
             actor = Actor.OPERATOR
         else:
-            return (f"Only the requester or a moderator can cancel job `{job.public_id}`.",
-                    None)
+            return (f"Only the requester or a moderator can cancel job `{job.public_id}`.", None)
         why = render.code(reason, 200) if reason and reason.strip() else None
         try:
             result = await self.bot.store.cancel(
@@ -317,17 +328,21 @@ class JobCommands:
         answers = {
             "cancelled": f"Cancelled job `{pid}`.",
             "cancelling": f"Asked job `{pid}` to stop; it is cancelling and will say when it "
-                          "has stopped.",
+            "has stopped.",
             "already_cancelling": f"Job `{pid}` is already cancelling.",
             "too_late": f"Too late: job `{pid}` already {result.job.state.value}.",
         }
         return answers[result.outcome], job
 
     async def list(self, interaction: discord.Interaction[Any]) -> None:
-        jobs = await self.in_time(interaction, self.bot.store.list_jobs(
-            requester=requester_of(interaction.user), origin_group=group_of(interaction),
-            limit=10,
-        ))
+        jobs = await self.in_time(
+            interaction,
+            self.bot.store.list_jobs(
+                requester=requester_of(interaction.user),
+                origin_group=group_of(interaction),
+                limit=10,
+            ),
+        )
         if not jobs:
             await self.reply(interaction, "You have no jobs here yet. Start one with `/summon`.")
             return
@@ -337,8 +352,9 @@ class JobCommands:
     async def resolve(
         self, interaction: discord.Interaction[Any], job_id: str, outcome: str, note: str
     ) -> None:
-        text, job = await self.in_time(interaction,
-                                       self._resolve(interaction, job_id, outcome, note))
+        text, job = await self.in_time(
+            interaction, self._resolve(interaction, job_id, outcome, note)
+        )
         await self.reply(interaction, text)
         if job is not None:
             self.bot.delivery.poke(job.id, job.public_id)
@@ -358,18 +374,24 @@ class JobCommands:
         elif job.requester == requester_of(interaction.user):
             actor = Actor.REQUESTER
         else:
-            return ("Only the requester (where the kind allows it) or an operator can resolve "
-                    "this job."), None
+            return (
+                "Only the requester (where the kind allows it) or an operator can resolve this job."
+            ), None
         try:
             done = await self.bot.store.resolve(
-                job.public_id, actor=actor, outcome=outcome, note=note,
+                job.public_id,
+                actor=actor,
+                outcome=outcome,
+                note=note,
                 by=requester_of(interaction.user),
             )
         except NotAllowed as exc:
             return render.code(str(exc), 300), None
         except (ErrandError, ValueError):
-            return (f"Job `{job.public_id}` is {job.state.value}; only an `unknown` job can be "
-                    "resolved."), None
+            return (
+                f"Job `{job.public_id}` is {job.state.value}; only an `unknown` job can be "
+                "resolved."
+            ), None
         return f"Resolved job `{done.public_id}`: now {done.state.value}.", job
 
 
@@ -422,12 +444,14 @@ def install(tree: app_commands.CommandTree[Any], jobs: JobCommands) -> None:
 
     @group.command(name="resolve", description="Settle a job whose outcome is unknown")
     @app_commands.describe(id="The job id", outcome="What really happened", note="What you found")
-    @app_commands.choices(outcome=[
-        app_commands.Choice(name="it succeeded", value="succeeded"),
-        app_commands.Choice(name="it failed", value="failed"),
-        app_commands.Choice(name="run it again", value="retry"),
-        app_commands.Choice(name="cancel it (operators)", value="cancelled"),
-    ])
+    @app_commands.choices(
+        outcome=[
+            app_commands.Choice(name="it succeeded", value="succeeded"),
+            app_commands.Choice(name="it failed", value="failed"),
+            app_commands.Choice(name="run it again", value="retry"),
+            app_commands.Choice(name="cancel it (operators)", value="cancelled"),
+        ]
+    )
     async def resolve(
         interaction: discord.Interaction[Any], id: str, outcome: str, note: str
     ) -> None:

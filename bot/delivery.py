@@ -35,12 +35,12 @@ import discord
 from bot import render
 from bot.cancel import cancel_view
 from bot.queries import sql
-from jobs.db import connect
+from jobs.engine.db import connect
+from jobs.engine.model import JobStatus
+from jobs.engine.outbox import OUTBOX_CHANNEL, PROGRESS_CHANNEL, OutboxRow
+from jobs.engine.state import TERMINAL, State
 from jobs.errors import UnknownJob
 from jobs.logs import get_logger
-from jobs.model import JobStatus
-from jobs.outbox import OUTBOX_CHANNEL, PROGRESS_CHANNEL, OutboxRow
-from jobs.state import TERMINAL, State
 
 if TYPE_CHECKING:
     from bot.client import ErrandBot
@@ -231,9 +231,14 @@ class Delivery:
                     # Transient (network, database, Discord 5xx) or a bug: log, back off, try
                     # again a few times; leased rows come back through the poll loop anyway.
                     errors += 1
-                    log.warning("delivery.round_failed", job_id=public_id, error=repr(exc),
-                                exc_info=not isinstance(exc, (OSError, asyncpg.PostgresError,
-                                                              discord.DiscordServerError)))
+                    log.warning(
+                        "delivery.round_failed",
+                        job_id=public_id,
+                        error=repr(exc),
+                        exc_info=not isinstance(
+                            exc, (OSError, asyncpg.PostgresError, discord.DiscordServerError)
+                        ),
+                    )
                     if errors >= 5:
                         return
                     await asyncio.sleep(min(10.0, 0.5 * 2**errors))
@@ -286,8 +291,12 @@ class Delivery:
         except Exception as exc:  # a refusal (403/404/400) or a bug: retry with backoff, then dead
             self.stats["failures"] += 1
             error = _describe(exc) if isinstance(exc, discord.HTTPException) else repr(exc)
-            log.warning("delivery.failed", job_id=public_id, error=error,
-                        exc_info=not isinstance(exc, discord.HTTPException))
+            log.warning(
+                "delivery.failed",
+                job_id=public_id,
+                error=error,
+                exc_info=not isinstance(exc, discord.HTTPException),
+            )
             for row in pending:
                 dead = await self.bot.outbox.failed(row, error)
                 if dead:
@@ -307,8 +316,11 @@ class Delivery:
     async def _ensure_binding(self, job_id: int, public_id: str) -> None:
         """Make sure the job has a binding; raise Retry while its /summon answer may be pending."""
         binding = await self.bot.pool.fetchrow(sql("binding_get"), job_id)
-        if binding is not None and (binding["anchor_message_id"] or binding["thread_id"]
-                                    or binding["channel_type"] not in THREADABLE):
+        if binding is not None and (
+            binding["anchor_message_id"]
+            or binding["thread_id"]
+            or binding["channel_type"] not in THREADABLE
+        ):
             return
         # Only an unfinished binding needs the job (its age and origin); a binding cascades
         # away with its job, so a pruned job still ends here in UnknownJob.
@@ -321,8 +333,12 @@ class Delivery:
         # The bot stopped between submit and recording the answer: bind from the origin.
         origin = job.origin
         await self._write(
-            "binding_insert", job.id, origin.get("guild_id"), str(origin["channel_id"]),
-            int(origin.get("channel_type") or 0), None,
+            "binding_insert",
+            job.id,
+            origin.get("guild_id"),
+            str(origin["channel_id"]),
+            int(origin.get("channel_type") or 0),
+            None,
         )
 
     async def _ensure_thread(self, status: JobStatus, binding: asyncpg.Record) -> asyncpg.Record:
@@ -334,7 +350,8 @@ class Delivery:
         name = f"{job.public_id} · {render.code(str(job.origin.get('task') or job.kind), 80)}"
         if ctype in THREADABLE:
             parent = self.bot.get_partial_messageable(
-                channel_id, type=discord.ChannelType(ctype),
+                channel_id,
+                type=discord.ChannelType(ctype),
                 guild_id=int(binding["guild_id"]) if binding["guild_id"] else None,
             )
             anchor = binding["anchor_message_id"]
@@ -344,8 +361,9 @@ class Delivery:
             async with self._channel_locks.setdefault(channel_id, asyncio.Lock()):
                 if anchor is None:  # the /summon answer was never recorded: post an anchor
                     await self.pacer.wait(SETUP)
-                    msg = await parent.send(f"Job `{job.public_id}` ({job.kind})",
-                                            nonce=f"a{job.public_id}")
+                    msg = await parent.send(
+                        f"Job `{job.public_id}` ({job.kind})", nonce=f"a{job.public_id}"
+                    )
                     anchor = str(msg.id)
                 await self.pacer.wait(SETUP)
                 try:
@@ -373,8 +391,11 @@ class Delivery:
             await self.bot.pool.execute(sql("binding_set_thread"), job.id, str(post["id"]))
             self.stats["posts"] += 1
             return await self._write(
-                "binding_set_progress_message", job.id, str(post["message"]["id"]),
-                view.state.value, _hash(view.key),
+                "binding_set_progress_message",
+                job.id,
+                str(post["message"]["id"]),
+                view.state.value,
+                _hash(view.key),
             )
         else:  # a DM, a thread it was summoned in, or any other text channel: post right there
             thread_id = str(channel_id)
@@ -403,7 +424,10 @@ class Delivery:
         self.stats["posts"] += 1
         self._last_edit[job.id] = time.monotonic()
         return await self._write(
-            "binding_set_progress_message", job.id, str(message.id), view.state.value,
+            "binding_set_progress_message",
+            job.id,
+            str(message.id),
+            view.state.value,
             _hash(view.key),
         )
 
@@ -472,8 +496,11 @@ class Delivery:
         old = posted is not None and (
             (datetime.now(UTC) - posted).total_seconds() > OLD_MESSAGE_SECONDS
         )
-        interval = (self.settings.old_message_edit_interval_seconds if old
-                    else self.settings.edit_interval_seconds)
+        interval = (
+            self.settings.old_message_edit_interval_seconds
+            if old
+            else self.settings.edit_interval_seconds
+        )
         last = self._last_edit.get(job_id)
         if last is None:
             return
@@ -496,7 +523,8 @@ class Delivery:
         user_id = int(job.origin["user_id"]) if job.origin.get("user_id") else None
         channel = self.bot.get_partial_messageable(int(binding["thread_id"]))
         mentions = discord.AllowedMentions(
-            everyone=False, roles=False,
+            everyone=False,
+            roles=False,
             users=[discord.Object(user_id)] if user_id else False,
         )
         await self.pacer.wait(NOTICE)
@@ -508,7 +536,5 @@ class Delivery:
             nonce=f"n{row.id}",
         )
         self.stats["notices"] += 1
-        log.info("delivery.notice", job_id=job.public_id, state=row.to_state,
-                 message_id=message.id)
+        log.info("delivery.notice", job_id=job.public_id, state=row.to_state, message_id=message.id)
         return str(message.id)
-

@@ -14,9 +14,9 @@ from typing import Any
 
 import discord
 
-from jobs.model import JobStatus, JobView
-from jobs.outbox import OutboxRow
-from jobs.state import TERMINAL, State
+from jobs.engine.model import JobStatus, JobView
+from jobs.engine.outbox import OutboxRow
+from jobs.engine.state import TERMINAL, State
 
 MAX_CONTENT = 2000
 BAR_WIDTH = 12
@@ -128,8 +128,10 @@ def progress(status: JobStatus, *, task: str, may_resolve: bool) -> Progress:
     used = usage_line(job.usage)
     if job.state is State.QUEUED:
         if job.attempts:  # a retry wait
-            lines.append(f"Retry {job.attempts + 1} of {job.max_attempts} {stamp(job.run_at)}"
-                         + (f" · last try: {code(job.reason, 200)}" if job.reason else ""))
+            lines.append(
+                f"Retry {job.attempts + 1} of {job.max_attempts} {stamp(job.run_at)}"
+                + (f" · last try: {code(job.reason, 200)}" if job.reason else "")
+            )
         else:
             lines.append(f"Waiting for a worker since {stamp(job.created_at)}")
     elif job.state in (State.RUNNING, State.CANCELLING):
@@ -140,8 +142,9 @@ def progress(status: JobStatus, *, task: str, may_resolve: bool) -> Progress:
         if p.get("total"):
             note = f" {code(str(p.get('note') or ''), 100)}" if p.get("note") else ""
             lines.append(f"{bar(float(p['done']), float(p['total']))}{note}")
-        lines.append(" · ".join(x for x in (f"Started {stamp(job.started_at)}", attempt, used)
-                                if x))
+        lines.append(
+            " · ".join(x for x in (f"Started {stamp(job.started_at)}", attempt, used) if x)
+        )
         if job.state is State.CANCELLING:
             lines.append(f"Stopping: {code(job.cancel_reason or job.reason or 'cancel', 200)}")
     elif job.state is State.UNKNOWN:
@@ -161,8 +164,9 @@ def progress(status: JobStatus, *, task: str, may_resolve: bool) -> Progress:
         if job.state is State.FAILED and error and (not job.reason or job.reason not in error):
             lines.append(f"Error: `{error}`")
         if status.assets:
-            names = ", ".join(f"{code(str(a['name']), 80)} ({a['size']} B)"
-                              for a in status.assets[:10])
+            names = ", ".join(
+                f"{code(str(a['name']), 80)} ({a['size']} B)" for a in status.assets[:10]
+            )
             more = f" and {len(status.assets) - 10} more" if len(status.assets) > 10 else ""
             lines.append(f"Assets: {names}{more}")
     content = "\n".join(lines)[:MAX_CONTENT]
@@ -196,8 +200,10 @@ def status_page(
 ) -> str:
     """The ephemeral answer to /job status."""
     job = status.job
-    lines = [f"{ICONS[job.state]} **{job.state.value}** · `{job.public_id}` · {job.kind}"
-             + (f" — {code(job.reason, 200)}" if job.reason else "")]
+    lines = [
+        f"{ICONS[job.state]} **{job.state.value}** · `{job.public_id}` · {job.kind}"
+        + (f" — {code(job.reason, 200)}" if job.reason else "")
+    ]
     if task:
         lines.append(f"> {clean(task, 200)}")
     detail = [f"attempt {job.attempts}/{job.max_attempts}"]
@@ -222,11 +228,14 @@ def status_page(
     if thread_id:
         lines.append(f"Thread: <#{thread_id}>")
     if status.assets:
-        lines.append("Assets: " + ", ".join(f"{code(str(a['name']), 80)} ({a['size']} B)"
-                                            for a in status.assets[:20]))
+        lines.append(
+            "Assets: "
+            + ", ".join(f"{code(str(a['name']), 80)} ({a['size']} B)" for a in status.assets[:20])
+        )
     dead = [d for d in deliveries if d.dead_at is not None]
-    waiting = [d for d in deliveries if d.delivered_at is None and d.dead_at is None
-               and d.last_error]
+    waiting = [
+        d for d in deliveries if d.delivered_at is None and d.dead_at is None and d.last_error
+    ]
     for d in dead:
         lines.append(f"⚠️ Notice ({d.to_state}) not delivered: {code(d.last_error or '?', 200)}")
     for d in waiting:
@@ -244,5 +253,7 @@ def status_page(
 def job_line(job: JobView, task: str) -> str:
     """One job in /job list."""
     label = f" — {clean(task, 60)}" if task else ""
-    return f"{ICONS[job.state]} `{job.public_id}` {job.kind} **{job.state.value}** " \
-           f"{stamp(job.created_at)}{label}"
+    return (
+        f"{ICONS[job.state]} `{job.public_id}` {job.kind} **{job.state.value}** "
+        f"{stamp(job.created_at)}{label}"
+    )

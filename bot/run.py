@@ -13,10 +13,10 @@ import contextlib
 import yarl
 
 from bot.settings import BotSettings
-from jobs.app import open_engine, stop_on_signals
 from jobs.logs import get_logger
+from jobs.ops.app import open_engine, stop_on_signals
+from jobs.runtime.worker import Worker
 from jobs.settings import Settings
-from jobs.worker import Worker
 
 log = get_logger("bot.run")
 
@@ -39,8 +39,10 @@ def point_discord_at(api_base: str | None, gateway_url: str | None) -> None:
 def token_of(bot_settings: BotSettings) -> str:
     """The token, or BadToken with a line that says what to do (never the token)."""
     if bot_settings.token is None or not bot_settings.token.get_secret_value().strip():
-        raise BadToken("DISCORD_TOKEN is not set; create a bot token in the Discord developer "
-                       "portal and set DISCORD_TOKEN")
+        raise BadToken(
+            "DISCORD_TOKEN is not set; create a bot token in the Discord developer "
+            "portal and set DISCORD_TOKEN"
+        )
     token = bot_settings.token.get_secret_value().strip()
     if any(c.isspace() for c in token):
         raise BadToken("DISCORD_TOKEN is not a valid token (it contains spaces)")
@@ -61,19 +63,27 @@ async def serve(settings: Settings, bot_settings: BotSettings, *, with_worker: b
     point_discord_at(bot_settings.api_base, bot_settings.gateway_url)
     stop, hard = stop_on_signals()
     async with open_engine(settings, pool_max=settings.db.pool_max) as engine:
-        bot = ErrandBot(store=engine.store, dsn=engine.dsn, settings=bot_settings,
-                        registry=engine.registry)
+        bot = ErrandBot(
+            store=engine.store, dsn=engine.dsn, settings=bot_settings, registry=engine.registry
+        )
         tasks: dict[str, asyncio.Task[None]] = {
             "bot": asyncio.create_task(bot.start(token), name="bot"),
         }
         if with_worker:
-            worker = Worker(engine.store, engine.registry, settings.worker, dsn=engine.dsn,
-                            budget=settings.budget.budget(), assets_dir=settings.assets_dir)
+            worker = Worker(
+                engine.store,
+                engine.registry,
+                settings.worker,
+                dsn=engine.dsn,
+                budget=settings.budget.budget(),
+                assets_dir=settings.assets_dir,
+            )
             tasks["worker"] = asyncio.create_task(worker.run(stop, hard), name="worker")
         stopper = asyncio.create_task(stop.wait())
         try:
-            done, _ = await asyncio.wait([stopper, *tasks.values()],
-                                         return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait(
+                [stopper, *tasks.values()], return_when=asyncio.FIRST_COMPLETED
+            )
             for task in done:
                 if task is not stopper:
                     task.result()

@@ -35,11 +35,11 @@ from pydantic import SecretStr
 from discord_emulator import Emulator, EmulatorConfig, User
 from discord_emulator.persist import WorldFile
 from discord_emulator.web import PageConfig, serve_page
-from jobs.app import Engine, open_engine, stop_on_signals
-from jobs.cli import load_settings
 from jobs.logs import get_logger
+from jobs.ops.app import Engine, open_engine, stop_on_signals
+from jobs.ops.cli import load_settings
+from jobs.runtime.worker import Worker
 from jobs.settings import Settings
-from jobs.worker import Worker
 
 log = get_logger("sandbox")
 
@@ -91,7 +91,7 @@ def find_world(emu: Emulator) -> SandboxWorld:
 
 def example_catalog() -> Path | None:
     """The example command catalog: the checkout's, else the copy shipped in the wheel."""
-    from jobs.command import default_catalog_path
+    from jobs.kinds.command import default_catalog_path
 
     checkout = default_catalog_path()
     if checkout.exists():
@@ -117,9 +117,7 @@ def sandbox_settings(data_dir: Path) -> Settings:
 
 
 @asynccontextmanager
-async def running_emulator(
-    data_dir: Path, host: str, port: int
-) -> AsyncIterator[Emulator]:
+async def running_emulator(data_dir: Path, host: str, port: int) -> AsyncIterator[Emulator]:
     """The emulator with its world loaded from (and saved to) ``data_dir``, serving the page."""
     emu = Emulator(EmulatorConfig(host=host, port=port))
     world_file = WorldFile(emu, data_dir / WORLD_FILE)

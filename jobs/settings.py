@@ -11,7 +11,7 @@ import platformdirs
 from pydantic import AliasChoices, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from jobs.budget import Budget
+from jobs.runtime.budget import Budget
 
 
 def default_data_dir() -> Path:
@@ -70,7 +70,7 @@ class BudgetSettings(BaseSettings):
     job_seconds: float | None = Field(default=None, gt=0)
 
     def budget(self) -> Budget:
-        """These bounds as a :class:`~jobs.budget.Budget`."""
+        """These bounds as a :class:`~jobs.runtime.budget.Budget`."""
         return Budget(**self.model_dump())
 
 
@@ -87,9 +87,7 @@ class QuotaSettings(BaseSettings):
 class CommandSettings(BaseSettings):
     """The operator's command catalog (``command`` kind and agent tools)."""
 
-    model_config = SettingsConfigDict(
-        env_prefix="ERRAND_COMMAND_", env_file=".env", extra="ignore"
-    )
+    model_config = SettingsConfigDict(env_prefix="ERRAND_COMMAND_", env_file=".env", extra="ignore")
 
     # A TOML file; unset: examples/commands.toml from the checkout.
     catalog: Path | None = None

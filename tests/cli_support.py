@@ -36,8 +36,13 @@ def cli_environment(db_dsn: str, data_dir: Path) -> dict[str, str]:
 async def run_cli(env: dict[str, str], *args: str, within: float = 60.0) -> Ran:
     """Run ``errand ARGS`` to the end: its exit code and output, whatever they are."""
     proc = await asyncio.create_subprocess_exec(
-        *CLI, *args, env=env, cwd=ROOT, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE)
+        *CLI,
+        *args,
+        env=env,
+        cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     out, err = await asyncio.wait_for(proc.communicate(), within)
     assert proc.returncode is not None
     return Ran(proc.returncode, out.decode(), err.decode())

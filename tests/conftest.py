@@ -20,10 +20,11 @@ from urllib.parse import urlsplit, urlunsplit
 import asyncpg
 import pytest
 
-from jobs.db import create_pool, embedded_dsn, stop_embedded
-from jobs.kinds import Registry, default_registry
-from jobs.migrate import migrate
-from jobs.store import JobStore
+from jobs.engine.db import create_pool, embedded_dsn, stop_embedded
+from jobs.engine.migrate import migrate
+from jobs.engine.store import JobStore
+from jobs.kinds import default_registry
+from jobs.runtime.registry import Registry
 
 if TYPE_CHECKING:
     from discord_emulator import Emulator
@@ -79,8 +80,9 @@ async def create_database(server_dsn: str, name: str, template: str | None = Non
     """A new database ``name`` (replacing one of that name), cloned from ``template`` if given;
     returns its DSN."""
     clone = f" TEMPLATE {template}" if template else ""
-    await admin_execute(server_dsn, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)",
-                        f"CREATE DATABASE {name}{clone}")
+    await admin_execute(
+        server_dsn, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)", f"CREATE DATABASE {name}{clone}"
+    )
     return with_database(server_dsn, name)
 
 

@@ -16,9 +16,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from jobs.budget import Budget
-from jobs.context import Context
-from jobs.kinds import kind
+from jobs.runtime.budget import Budget
+from jobs.runtime.context import Context
+from jobs.runtime.registry import kind
 
 
 class EffectParams(BaseModel):

@@ -41,8 +41,13 @@ async def worker(
 
     async def start(**extra: str) -> asyncio.subprocess.Process:
         proc = await asyncio.create_subprocess_exec(
-            *CLI, "worker", env=env | extra, cwd=ROOT, stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.DEVNULL)
+            *CLI,
+            "worker",
+            env=env | extra,
+            cwd=ROOT,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
         procs.append(proc)
         return proc
 

@@ -18,8 +18,10 @@ Worker = Callable[..., Awaitable[asyncio.subprocess.Process]]
 async def _wait_state(pool: asyncpg.Pool, public_id: str, state: str, within: float) -> None:
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
-        if await pool.fetchval("SELECT state::text FROM job WHERE public_id = $1",
-                               public_id) == state:
+        if (
+            await pool.fetchval("SELECT state::text FROM job WHERE public_id = $1", public_id)
+            == state
+        ):
             return
         await asyncio.sleep(0.02)
     raise AssertionError(f"{public_id} did not reach {state} in {within}s")
@@ -49,7 +51,8 @@ async def test_sleep_job_is_queued_then_running_then_cancelled_within_a_second(
     requested, acknowledged = await pool.fetchval(
         "SELECT array_agg(e.at ORDER BY e.id) FROM event e JOIN job j ON j.id = e.job_id "
         "WHERE j.public_id = $1 AND e.to_state IN ('cancelling', 'cancelled') AND NOT e.ignored",
-        job["id"])
+        job["id"],
+    )
     assert (acknowledged - requested).total_seconds() < 1.0
 
     await asyncio.sleep(1.0)  # give a misbehaving worker time to report success
@@ -57,7 +60,11 @@ async def test_sleep_job_is_queued_then_running_then_cancelled_within_a_second(
     assert status["state"] == "cancelled"
     assert status["reason"] == "cancelled by operator: enough"
     assert [e["to"] for e in status["events"] if not e["ignored"]] == [
-        "queued", "running", "cancelling", "cancelled"]
+        "queued",
+        "running",
+        "cancelling",
+        "cancelled",
+    ]
     for event in status["events"]:
         assert set(event) >= {"from", "to", "actor", "attempt", "reason", "at"}
     assert "succeeded" not in [e["to"] for e in status["events"]]
@@ -67,8 +74,12 @@ async def test_a_worker_killed_mid_job_is_taken_over_after_its_lease_expires(
     errand: Errand, worker: Worker, pool: asyncpg.Pool
 ) -> None:
     """SIGKILL a worker while it runs a job; another worker finishes it after lease expiry."""
-    fast = {"ERRAND_WORKER_LEASE_SECONDS": "1", "ERRAND_WORKER_HEARTBEAT_SECONDS": "0.3",
-            "ERRAND_WORKER_REAPER_SECONDS": "0.2", "ERRAND_WORKER_RETRY_BASE_SECONDS": "0"}
+    fast = {
+        "ERRAND_WORKER_LEASE_SECONDS": "1",
+        "ERRAND_WORKER_HEARTBEAT_SECONDS": "0.3",
+        "ERRAND_WORKER_REAPER_SECONDS": "0.2",
+        "ERRAND_WORKER_RETRY_BASE_SECONDS": "0",
+    }
     first = await worker(**fast)
     job = await errand("job", "submit", "sleep", "--param", "seconds=2", "--json")
     await _wait_state(pool, job["id"], "running", within=10)
@@ -81,9 +92,13 @@ async def test_a_worker_killed_mid_job_is_taken_over_after_its_lease_expires(
     outcomes = [a["outcome"] for a in status["attempt_history"]]
     assert outcomes == ["abandoned", "succeeded"]
     moves = [(e["from"], e["to"], e["actor"]) for e in status["events"] if not e["ignored"]]
-    assert moves == [(None, "queued", "requester"), ("queued", "running", "worker"),
-                     ("running", "queued", "system"), ("queued", "running", "worker"),
-                     ("running", "succeeded", "worker")]
+    assert moves == [
+        (None, "queued", "requester"),
+        ("queued", "running", "worker"),
+        ("running", "queued", "system"),
+        ("queued", "running", "worker"),
+        ("running", "succeeded", "worker"),
+    ]
 
 
 async def test_bad_input_exits_2_with_one_line_and_changes_nothing(

@@ -25,8 +25,9 @@ async def test_demo_job_runs_to_succeeded_with_progress_visible_at_each_step(
 ) -> None:
     """errand job submit demo --param steps=5 --json -> succeeded; status showed every step."""
     await worker()
-    job = await errand("job", "submit", "demo", "--param", "steps=5", "--param",
-                       "step_seconds=2", "--json")
+    job = await errand(
+        "job", "submit", "demo", "--param", "steps=5", "--param", "step_seconds=2", "--json"
+    )
     assert job["state"] == "queued"
     seen: list[Any] = []
     status = await _until_done(errand, job["id"], seen)
@@ -42,8 +43,16 @@ async def test_command_job_runs_a_real_process_and_keeps_its_log(
 ) -> None:
     """errand job submit command --param name=hello runs echo; the log is a kept asset."""
     await worker()
-    job = await errand("job", "submit", "command", "--param", "name=hello", "--param",
-                       'args={"who": "ann"}', "--json")
+    job = await errand(
+        "job",
+        "submit",
+        "command",
+        "--param",
+        "name=hello",
+        "--param",
+        'args={"who": "ann"}',
+        "--json",
+    )
     status = await _until_done(errand, job["id"], [])
     assert status["state"] == "succeeded"
     assert status["result"]["exit_code"] == 0
@@ -61,12 +70,24 @@ async def test_agent_job_finishes_and_fails_with_a_tool_call_budget_of_one(
         {"content": "It is today, and hello."},
     ]
     async with chat_server({"acc": script}) as server:
-        await worker(ERRAND_AGENT_BASE_URL=server.url, ERRAND_AGENT_API_KEY="sk-acceptance-key",
-                     ERRAND_AGENT_MAX_RETRIES="0")
-        ok = await errand("job", "submit", "agent", "--param", "prompt=[script:acc] what now",
-                          "--json")
-        tight = await errand("job", "submit", "agent", "--param", "prompt=[script:acc] again",
-                             "--param", 'budget={"step_tool_calls": 1}', "--json")
+        await worker(
+            ERRAND_AGENT_BASE_URL=server.url,
+            ERRAND_AGENT_API_KEY="sk-acceptance-key",
+            ERRAND_AGENT_MAX_RETRIES="0",
+        )
+        ok = await errand(
+            "job", "submit", "agent", "--param", "prompt=[script:acc] what now", "--json"
+        )
+        tight = await errand(
+            "job",
+            "submit",
+            "agent",
+            "--param",
+            "prompt=[script:acc] again",
+            "--param",
+            'budget={"step_tool_calls": 1}',
+            "--json",
+        )
         done = await _until_done(errand, ok["id"], [])
         failed = await _until_done(errand, tight["id"], [])
     assert done["state"] == "succeeded"

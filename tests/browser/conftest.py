@@ -66,8 +66,14 @@ class Sandbox:
         env["ERRAND_LOG_LEVEL"] = "info"
         log = self.log_path.open("ab")
         self.process = subprocess.Popen(
-            [*errand_command(), "sandbox", "--data-dir", str(self.data_dir), "--port",
-             str(self.port)],
+            [
+                *errand_command(),
+                "sandbox",
+                "--data-dir",
+                str(self.data_dir),
+                "--port",
+                str(self.port),
+            ],
             stdout=log,
             stderr=subprocess.STDOUT,
             env=env,

@@ -1,7 +1,8 @@
 """End-to-end fixtures: the Discord emulator, a real PostgreSQL, a real worker and the real bot.
 
 Every part is the production one: ``bot.client.ErrandBot`` (discord.py) connected to the
-emulator, ``jobs.worker.Worker`` in-process with short leases, and a cloned test database. Only
+emulator, ``jobs.runtime.worker.Worker`` in-process with short leases, and a cloned test
+database. Only
 the timings are shortened (edit pacing, polling, leases), never the rules.
 """
 
@@ -22,10 +23,10 @@ from bot.settings import BotSettings
 from discord_emulator import Emulator, InteractionHandle, Message
 from discord_emulator.state import Channel, User
 from discord_emulator.testing import World, running_bot
-from jobs.kinds import Registry
-from jobs.model import JobView
-from jobs.store import JobStore
-from jobs.worker import Worker
+from jobs.engine.model import JobView
+from jobs.engine.store import JobStore
+from jobs.runtime.registry import Registry
+from jobs.runtime.worker import Worker
 from tests.integration.runtime_support import running_worker as shared_running_worker
 
 STATE = re.compile(r"\*\*(queued|running|cancelling|succeeded|failed|cancelled|unknown)\*\*")
@@ -72,8 +73,12 @@ class Errand:
     bot: ErrandBot | None = None
 
     def new_bot(self, **overrides: Any) -> ErrandBot:
-        return ErrandBot(store=self.store, dsn=self.dsn, settings=fast_bot_settings(**overrides),
-                         registry=self.registry)
+        return ErrandBot(
+            store=self.store,
+            dsn=self.dsn,
+            settings=fast_bot_settings(**overrides),
+            registry=self.registry,
+        )
 
     async def summon(
         self,
@@ -86,8 +91,9 @@ class Errand:
         """Run /summon and return the handle and the job id from the answer."""
         opts = {"task": task, "kind": "demo", "params": "steps=2 step_seconds=0.1"} | options
         opts = {k: v for k, v in opts.items() if v is not None}
-        handle = await self.emu.invoke_slash(user or self.world.alice,
-                                             channel or self.world.channel, "summon", opts)
+        handle = await self.emu.invoke_slash(
+            user or self.world.alice, channel or self.world.channel, "summon", opts
+        )
         answer = await handle.wait_original()
         match = JOB_ID.search(answer.content)
         assert match, answer.content
@@ -98,17 +104,25 @@ class Errand:
 
     async def thread_of(self, public_id: str) -> int:
         """The thread id bound to a job, once delivery made it."""
+
         async def bound() -> int | None:
             return await self.pool.fetchval(  # type: ignore[no-any-return]
                 "SELECT b.thread_id::bigint FROM discord_binding b JOIN job j ON j.id = b.job_id "
-                "WHERE j.public_id = $1 AND b.progress_message_id IS NOT NULL", public_id)
+                "WHERE j.public_id = $1 AND b.progress_message_id IS NOT NULL",
+                public_id,
+            )
+
         return await poll(bound)
 
     async def progress_message(self, public_id: str) -> Message:
         """The job's progress message (the latest one, should it have been re-posted)."""
-        mid = await poll(lambda: self.pool.fetchval(
-            "SELECT b.progress_message_id::bigint FROM discord_binding b JOIN job j "
-            "ON j.id = b.job_id WHERE j.public_id = $1", public_id))
+        mid = await poll(
+            lambda: self.pool.fetchval(
+                "SELECT b.progress_message_id::bigint FROM discord_binding b JOIN job j "
+                "ON j.id = b.job_id WHERE j.public_id = $1",
+                public_id,
+            )
+        )
         return self.emu.message(mid)
 
     async def wait_progress_state(self, public_id: str, state: str, timeout: float = 10) -> Message:  # noqa: ASYNC109
@@ -120,8 +134,9 @@ class Errand:
 
     def notices(self, thread_id: int) -> list[Message]:
         """Messages in the thread that mention someone: the notices."""
-        return [m for m in self.emu.history(thread_id)
-                if m.content.startswith("<@") and not m.deleted]
+        return [
+            m for m in self.emu.history(thread_id) if m.content.startswith("<@") and not m.deleted
+        ]
 
 
 async def poll(fn: Callable[[], Any], timeout: float = 10.0, every: float = 0.02) -> Any:  # noqa: ASYNC109
@@ -142,13 +157,16 @@ def running_worker(
     store: JobStore, registry: Registry, dsn: str
 ) -> contextlib.AbstractAsyncContextManager[Worker]:
     """An in-process worker with short leases, stopped (gracefully) on exit."""
-    return shared_running_worker(store, registry, dsn, lease_seconds=2.0,
-                                 cancel_grace_seconds=1.0)
+    return shared_running_worker(store, registry, dsn, lease_seconds=2.0, cancel_grace_seconds=1.0)
 
 
 @pytest.fixture
 def errand(
-    emu: Emulator, world: World, store: JobStore, pool: asyncpg.Pool, db_dsn: str,
+    emu: Emulator,
+    world: World,
+    store: JobStore,
+    pool: asyncpg.Pool,
+    db_dsn: str,
     registry: Registry,
 ) -> Errand:
     """The parts, not yet running."""

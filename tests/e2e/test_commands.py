@@ -6,13 +6,18 @@ from __future__ import annotations
 from bot.client import ErrandBot
 from discord_emulator import permissions as P
 from discord_emulator.testing import running_bot
-from jobs.worker import Worker
+from jobs.runtime.worker import Worker
 
 from .conftest import Errand, state_of
 
 
-async def _ask(errand: Errand, user: object, channel: object, command: str,
-               options: dict[str, object] | None = None) -> tuple[str, bool]:
+async def _ask(
+    errand: Errand,
+    user: object,
+    channel: object,
+    command: str,
+    options: dict[str, object] | None = None,
+) -> tuple[str, bool]:
     handle = await errand.emu.invoke_slash(user, channel, command, options or {})  # type: ignore[arg-type]
     answer = await handle.wait_original()
     return answer.content, answer.ephemeral
@@ -22,9 +27,7 @@ async def _count_jobs(errand: Errand) -> int:
     return int(await errand.pool.fetchval("SELECT count(*) FROM job"))
 
 
-async def test_only_the_requester_or_a_moderator_may_cancel(
-    errand: Errand, bot: ErrandBot
-) -> None:
+async def test_only_the_requester_or_a_moderator_may_cancel(errand: Errand, bot: ErrandBot) -> None:
     """bob (a member) is refused by command and by button and nothing changes; carol (Manage
     Threads) may cancel."""
     emu, world = errand.emu, errand.world
@@ -59,8 +62,9 @@ async def test_cancel_says_too_late_after_success(
     """Cancelling a job that already succeeded changes nothing and says so."""
     _, job_id = await errand.summon(params="steps=1 step_seconds=0")
     await errand.wait_progress_state(job_id, "succeeded")
-    text, ephemeral = await _ask(errand, errand.world.alice, errand.world.channel, "job cancel",
-                                 {"id": job_id})
+    text, ephemeral = await _ask(
+        errand, errand.world.alice, errand.world.channel, "job cancel", {"id": job_id}
+    )
     assert ephemeral
     assert text == f"Too late: job `{job_id}` already succeeded."
     assert (await errand.job(job_id)).state.value == "succeeded"
@@ -74,8 +78,11 @@ async def test_a_job_from_another_guild_is_no_such_job(errand: Errand, bot: Erra
     chan = emu.create_channel(other, "elsewhere")
     emu.add_member(other, world.alice)
     _, job_id = await errand.summon(params="steps=1 step_seconds=60")
-    for command, options in [("job status", {"id": job_id}), ("job cancel", {"id": job_id}),
-                             ("job status", {"id": "zzzzzzzz"})]:
+    for command, options in [
+        ("job status", {"id": job_id}),
+        ("job cancel", {"id": job_id}),
+        ("job status", {"id": "zzzzzzzz"}),
+    ]:
         text, ephemeral = await _ask(errand, world.alice, chan, command, options)
         assert (text, ephemeral) == ("No such job.", True)
     text, _ = await _ask(errand, world.alice, chan, "job list")
@@ -123,10 +130,12 @@ async def test_fuzzed_options_are_answered_without_crash_or_state_change(
         text, ephemeral = await _ask(errand, world.alice, world.channel, "summon", options)
         assert ephemeral, (options, text)
         assert 0 < len(text) <= 500, (options, text)
-    for command, options in [("job status", {"id": "`;DROP TABLE job;--"}),
-                             ("job status", {"id": "é" * 3000}),
-                             ("job cancel", {"id": "<@everyone>", "reason": "x" * 5000}),
-                             ("job resolve", {"id": "abc", "outcome": "succeeded", "note": ""})]:
+    for command, options in [
+        ("job status", {"id": "`;DROP TABLE job;--"}),
+        ("job status", {"id": "é" * 3000}),
+        ("job cancel", {"id": "<@everyone>", "reason": "x" * 5000}),
+        ("job resolve", {"id": "abc", "outcome": "succeeded", "note": ""}),
+    ]:
         text, ephemeral = await _ask(errand, world.alice, world.channel, command, options)
         assert (text, ephemeral) == ("No such job.", True), (command, options)
     assert await _count_jobs(errand) == 0
@@ -143,7 +152,8 @@ async def test_the_same_interaction_never_makes_two_jobs(errand: Errand, bot: Er
     """The interaction id is the idempotency key: a repeated submit returns the same job."""
     handle, job_id = await errand.summon()
     job, created = await errand.store.submit(
-        "demo", {}, requester="discord:x", idempotency_key=f"discord:{handle.id}")
+        "demo", {}, requester="discord:x", idempotency_key=f"discord:{handle.id}"
+    )
     assert (job.public_id, created) == (job_id, False)
 
 
@@ -153,9 +163,13 @@ async def test_requester_may_resolve_only_where_the_kind_allows(
     """/job resolve on a job that is not unknown says so; a requester of a kind without
     requester resolution is refused; nothing changes."""
     _, job_id = await errand.summon(params="steps=1 step_seconds=60")
-    text, ephemeral = await _ask(errand, errand.world.alice, errand.world.channel,
-                                 "job resolve", {"id": job_id, "outcome": "succeeded",
-                                                 "note": "checked"})
+    text, ephemeral = await _ask(
+        errand,
+        errand.world.alice,
+        errand.world.channel,
+        "job resolve",
+        {"id": job_id, "outcome": "succeeded", "note": "checked"},
+    )
     assert ephemeral
     assert "jobs of kind demo can only be resolved by an operator" in text
     assert (await errand.job(job_id)).state.value == "queued"
@@ -177,13 +191,22 @@ async def test_autocomplete_offers_kinds_and_their_parameters(
     errand: Errand, bot: ErrandBot
 ) -> None:
     """kind: the registry's kinds; params: the chosen kind's fields."""
-    handle = await errand.emu.autocomplete(errand.world.alice, errand.world.channel, "summon",
-                                           {"task": "t", "kind": "de"}, focused="kind")
+    handle = await errand.emu.autocomplete(
+        errand.world.alice,
+        errand.world.channel,
+        "summon",
+        {"task": "t", "kind": "de"},
+        focused="kind",
+    )
     choices = await handle.wait_choices()
     assert "demo" in [c["value"] for c in choices]
-    handle = await errand.emu.autocomplete(errand.world.alice, errand.world.channel, "summon",
-                                           {"task": "t", "kind": "demo", "params": "st"},
-                                           focused="params")
+    handle = await errand.emu.autocomplete(
+        errand.world.alice,
+        errand.world.channel,
+        "summon",
+        {"task": "t", "kind": "demo", "params": "st"},
+        focused="params",
+    )
     values = [c["value"] for c in await handle.wait_choices()]
     assert values == ["steps=", "step_seconds="]
 

@@ -14,7 +14,7 @@ from bot.client import ErrandBot
 from discord_emulator import patched
 from discord_emulator import permissions as P
 from discord_emulator.testing import running_bot
-from jobs.worker import Worker
+from jobs.runtime.worker import Worker
 
 from .conftest import Errand, poll, state_of
 
@@ -38,8 +38,7 @@ async def test_a_notice_written_while_the_bot_was_down_is_delivered_once_after_r
             await poll(lambda: errand.notices(thread_id))
             await asyncio.sleep(0.5)
     assert len(errand.notices(thread_id)) == 1
-    pending = await errand.pool.fetchval(
-        "SELECT count(*) FROM outbox WHERE delivered_at IS NULL")
+    pending = await errand.pool.fetchval("SELECT count(*) FROM outbox WHERE delivered_at IS NULL")
     assert pending == 0
 
 
@@ -56,8 +55,9 @@ async def test_the_cancel_button_works_after_a_restart(errand: Errand, worker: W
         msg = await errand.wait_progress_state(job_id, "running")
     second = errand.new_bot()
     async with running_bot(errand.emu, second):
-        click = await errand.emu.click(errand.world.alice, errand.emu.message(msg.id),
-                                       f"errand:cancel:{job_id}")
+        click = await errand.emu.click(
+            errand.world.alice, errand.emu.message(msg.id), f"errand:cancel:{job_id}"
+        )
         answer = await click.wait_original()
         assert answer.ephemeral
         assert answer.content.startswith(f"Asked job `{job_id}` to stop")
@@ -82,9 +82,13 @@ async def test_an_undeliverable_notice_is_retried_then_dead_lettered_without_blo
     fine_thread = await errand.thread_of(fine)
     assert len(await poll(lambda: errand.notices(fine_thread))) == 1
 
-    row = await poll(lambda: errand.pool.fetchrow(
-        "SELECT o.* FROM outbox o JOIN job j ON j.id = o.job_id WHERE j.public_id = $1 "
-        "AND o.payload->>'to' = 'succeeded' AND o.dead_at IS NOT NULL", blocked))
+    row = await poll(
+        lambda: errand.pool.fetchrow(
+            "SELECT o.* FROM outbox o JOIN job j ON j.id = o.job_id WHERE j.public_id = $1 "
+            "AND o.payload->>'to' = 'succeeded' AND o.dead_at IS NOT NULL",
+            blocked,
+        )
+    )
     assert row["attempts"] == 3
     assert "403" in row["last_error"]
     assert "50013" in row["last_error"]
@@ -108,9 +112,14 @@ async def _errand(errand: Errand, *args: str) -> str:
     """Run the errand CLI on the test database; its stdout."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ERRAND_")}
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", "from bot.cli import main; main()", *args,
-        env=env | {"DATABASE_URL": errand.dsn}, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE)
+        sys.executable,
+        "-c",
+        "from bot.cli import main; main()",
+        *args,
+        env=env | {"DATABASE_URL": errand.dsn},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     out, err = await asyncio.wait_for(proc.communicate(), 60)
     assert proc.returncode == 0, err.decode()
     return out.decode()
@@ -139,7 +148,9 @@ async def test_a_hundred_jobs_in_one_channel_all_end_terminal_without_429_storms
         for job_id in ids:
             mid = await errand.pool.fetchval(
                 "SELECT b.progress_message_id::bigint FROM discord_binding b JOIN job j "
-                "ON j.id = b.job_id WHERE j.public_id = $1", job_id)
+                "ON j.id = b.job_id WHERE j.public_id = $1",
+                job_id,
+            )
             if mid and state_of(errand.emu.message(mid).content) == "succeeded":
                 done += 1
         return done == 100
@@ -161,11 +172,10 @@ async def _notice_count(errand: Errand, ids: list[str]) -> int | None:
     count = await errand.pool.fetchval(
         "SELECT count(*) FROM outbox o JOIN job j ON j.id = o.job_id "
         "WHERE j.public_id = ANY($1) AND o.payload->>'to' = 'succeeded' "
-        "AND o.delivered_at IS NOT NULL", ids)
+        "AND o.delivered_at IS NOT NULL",
+        ids,
+    )
     return int(count) if count == 100 else None
-
-
-
 
 
 async def test_two_bot_processes_delivering_at_once_never_duplicate_or_go_back(
@@ -179,8 +189,10 @@ async def test_two_bot_processes_delivering_at_once_never_duplicate_or_go_back(
     with patched(errand.emu):
         await other.login(errand.emu.application.token)  # runs setup_hook: delivery starts
         try:
-            ids = [(await errand.summon(f"job {n}", params="steps=2 step_seconds=0.2"))[1]
-                   for n in range(10)]
+            ids = [
+                (await errand.summon(f"job {n}", params="steps=2 step_seconds=0.2"))[1]
+                for n in range(10)
+            ]
             for job_id in ids:
                 await errand.wait_progress_state(job_id, "succeeded")
             counts = await poll(lambda: _notice_count_of(errand, ids, 10))
@@ -192,7 +204,7 @@ async def test_two_bot_processes_delivering_at_once_never_duplicate_or_go_back(
     for job_id in ids:
         msg = await errand.progress_message(job_id)
         shown = [state_of(v.content) for v in msg.versions]
-        assert shown[shown.index("succeeded"):] == ["succeeded"], shown
+        assert shown[shown.index("succeeded") :] == ["succeeded"], shown
         assert len(errand.notices(msg.channel_id)) == 1
 
 
@@ -200,5 +212,7 @@ async def _notice_count_of(errand: Errand, ids: list[str], want: int) -> int | N
     count = await errand.pool.fetchval(
         "SELECT count(*) FROM outbox o JOIN job j ON j.id = o.job_id "
         "WHERE j.public_id = ANY($1) AND o.payload->>'to' = 'succeeded' "
-        "AND o.delivered_at IS NOT NULL", ids)
+        "AND o.delivered_at IS NOT NULL",
+        ids,
+    )
     return int(count) if count == want else None

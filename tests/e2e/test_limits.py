@@ -10,8 +10,13 @@ from discord_emulator.testing import running_bot
 
 from .conftest import Errand, poll, running_worker, state_of
 
-NEEDED = (P.VIEW_CHANNEL | P.SEND_MESSAGES | P.SEND_MESSAGES_IN_THREADS
-          | P.CREATE_PUBLIC_THREADS | P.READ_MESSAGE_HISTORY)
+NEEDED = (
+    P.VIEW_CHANNEL
+    | P.SEND_MESSAGES
+    | P.SEND_MESSAGES_IN_THREADS
+    | P.CREATE_PUBLIC_THREADS
+    | P.READ_MESSAGE_HISTORY
+)
 
 
 async def test_edits_of_an_hour_old_progress_message_stay_under_the_old_message_limit(

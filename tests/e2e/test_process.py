@@ -12,7 +12,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from discord_emulator import Emulator
-from jobs.worker import Worker
+from jobs.runtime.worker import Worker
 
 from .conftest import Errand, poll
 
@@ -20,8 +20,11 @@ ENTRY = "from bot.cli import main; main()"
 
 
 def bot_env(errand: Errand, tmp_path: Path, token: str | None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("DISCORD_", "ERRAND_")) and k != "DATABASE_URL"}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("DISCORD_", "ERRAND_")) and k != "DATABASE_URL"
+    }
     env.update(
         DATABASE_URL=errand.dsn,
         ERRAND_DATA_DIR=str(tmp_path),
@@ -47,9 +50,13 @@ async def bot_process(
     """``errand bot`` (or ``run``) in a subprocess, connected (answers /job list) first."""
     assert errand.emu.application is not None
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", ENTRY, command,
+        sys.executable,
+        "-c",
+        ENTRY,
+        command,
         env=bot_env(errand, tmp_path, errand.emu.application.token),
-        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
     )
     try:
         await wait_connected(errand.emu, errand)
@@ -77,16 +84,21 @@ async def wait_connected(emu: Emulator, errand: Errand) -> None:
 
 def _is_notice(event: object) -> bool:
     data = getattr(event, "data", {})
-    return getattr(event, "kind", "") == "message_create" and \
-        str(data.get("content", "")).startswith("<@")
+    return getattr(event, "kind", "") == "message_create" and str(
+        data.get("content", "")
+    ).startswith("<@")
 
 
 async def _delivered_once(errand: Errand, job_id: str) -> None:
     thread_id = await errand.thread_of(job_id)
-    row = await poll(lambda: errand.pool.fetchrow(
-        "SELECT o.* FROM outbox o JOIN job j ON j.id = o.job_id WHERE j.public_id = $1 "
-        "AND o.payload->>'to' = 'succeeded' AND o.delivered_at IS NOT NULL", job_id),
-        timeout=20)
+    row = await poll(
+        lambda: errand.pool.fetchrow(
+            "SELECT o.* FROM outbox o JOIN job j ON j.id = o.job_id WHERE j.public_id = $1 "
+            "AND o.payload->>'to' = 'succeeded' AND o.delivered_at IS NOT NULL",
+            job_id,
+        ),
+        timeout=20,
+    )
     await asyncio.sleep(1.5)  # longer than a lease: a duplicate would have been sent by now
     notices = errand.notices(thread_id)
     assert len(notices) == 1
@@ -134,8 +146,13 @@ async def test_a_missing_or_refused_token_is_one_line_and_exit_code_2(
     """No DISCORD_TOKEN, or one Discord refuses: one clear line, exit code 2, token not shown."""
     for token in (None, "not-a-real-token-s3cr3t"):
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-c", ENTRY, "bot", env=bot_env(errand, tmp_path, token),
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            sys.executable,
+            "-c",
+            ENTRY,
+            "bot",
+            env=bot_env(errand, tmp_path, token),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
         )
         out, err = await asyncio.wait_for(proc.communicate(), 30)
         assert proc.returncode == 2

@@ -6,7 +6,7 @@ import time
 from datetime import datetime
 
 from bot.client import ErrandBot
-from jobs.worker import Worker
+from jobs.runtime.worker import Worker
 
 from .conftest import Errand, poll, running_worker, state_of
 
@@ -30,7 +30,8 @@ async def test_the_edit_history_walks_every_state_and_ends_terminal(
     _, job_id = await errand.summon(params="steps=4 step_seconds=0.4")
     msg = await errand.wait_progress_state(job_id, "queued")
     assert [c["custom_id"] for row in msg.components for c in row["components"]] == [
-        f"errand:cancel:{job_id}"]
+        f"errand:cancel:{job_id}"
+    ]
     async with running_worker(errand.store, errand.registry, errand.dsn):
         await errand.wait_progress_state(job_id, "succeeded")
         seen_terminal_at = time.time()
@@ -61,9 +62,7 @@ async def test_the_edit_history_walks_every_state_and_ends_terminal(
             assert event.to_state.value in states, event
 
 
-async def test_a_deleted_progress_message_is_posted_again(
-    errand: Errand, bot: ErrandBot
-) -> None:
+async def test_a_deleted_progress_message_is_posted_again(errand: Errand, bot: ErrandBot) -> None:
     """Deleting the progress message does not lose the job's display: the next change posts
     a new one, which then reaches the terminal state."""
     _, job_id = await errand.summon(params="steps=1 step_seconds=0.3")
@@ -79,7 +78,9 @@ async def test_a_deleted_progress_message_is_posted_again(
 async def _reposted(errand: Errand, job_id: str, old: int) -> int | None:
     mid = await errand.pool.fetchval(
         "SELECT b.progress_message_id::bigint FROM discord_binding b JOIN job j "
-        "ON j.id = b.job_id WHERE j.public_id = $1", job_id)
+        "ON j.id = b.job_id WHERE j.public_id = $1",
+        job_id,
+    )
     return mid if mid != old else None
 
 
@@ -116,8 +117,9 @@ async def test_in_a_dm_the_dm_is_the_thread(errand: Errand, bot: ErrandBot, work
     msg = await errand.wait_progress_state(job_id, "succeeded")
     assert msg.channel_id == dm.id
     assert len(await poll(lambda: errand.notices(dm.id))) == 1
-    handle = await errand.emu.invoke_slash(errand.world.alice, errand.world.channel,
-                                           "job status", {"id": job_id})
+    handle = await errand.emu.invoke_slash(
+        errand.world.alice, errand.world.channel, "job status", {"id": job_id}
+    )
     assert (await handle.wait_original()).content == "No such job."
 
 
@@ -131,4 +133,3 @@ async def test_a_forum_channel_gets_a_post_per_job(
     post = errand.emu.channel(msg.channel_id)
     assert post.parent_id == forum.id
     assert msg.id == post.id  # the post's first message
-

@@ -8,8 +8,8 @@ import time
 
 from bot.client import ErrandBot
 from discord_emulator.testing import running_bot
-from jobs.store import JobStore, Quotas
-from jobs.worker import Worker
+from jobs.engine.store import JobStore, Quotas
+from jobs.runtime.worker import Worker
 
 from .conftest import JOB_ID, Errand, fast_bot_settings, poll, state_of
 
@@ -40,8 +40,9 @@ async def test_polling_the_id_reports_state_truthfully_at_each_stage(
     _, job_id = await errand.summon(params="steps=3 step_seconds=0.4")
 
     async def status() -> str:
-        handle = await errand.emu.invoke_slash(errand.world.alice, errand.world.channel,
-                                               "job status", {"id": job_id})
+        handle = await errand.emu.invoke_slash(
+            errand.world.alice, errand.world.channel, "job status", {"id": job_id}
+        )
         answer = await handle.wait_original()
         assert answer.ephemeral
         return answer.content
@@ -81,18 +82,19 @@ async def test_completion_notifies_the_origin(
     notices = await poll(lambda: errand.notices(thread.id))
     await asyncio.sleep(0.3)  # nothing else arrives
     assert len(errand.notices(thread.id)) == 1
-    assert notices[0].content.startswith(f"<@{errand.world.alice.id}> ✅ Job `{job_id}` "
-                                         "**succeeded**")
+    assert notices[0].content.startswith(
+        f"<@{errand.world.alice.id}> ✅ Job `{job_id}` **succeeded**"
+    )
     row = await errand.pool.fetchrow(
         "SELECT * FROM outbox o JOIN job j ON j.id = o.job_id WHERE j.public_id = $1 "
-        "AND o.payload->>'to' = 'succeeded'", job_id)
+        "AND o.payload->>'to' = 'succeeded'",
+        job_id,
+    )
     assert row["delivered_at"] is not None
     assert row["external_id"] == str(notices[0].id)
 
 
-async def test_failure_notifies_the_origin(
-    errand: Errand, bot: ErrandBot, worker: Worker
-) -> None:
+async def test_failure_notifies_the_origin(errand: Errand, bot: ErrandBot, worker: Worker) -> None:
     """A failed job says so in its progress message and in one notice with the reason."""
     _handle, job_id = await errand.summon(params="steps=3 step_seconds=0.05 fail_at_step=2")
     msg = await errand.wait_progress_state(job_id, "failed")
@@ -111,8 +113,12 @@ async def test_a_cancelled_job_stops_ends_cancelled_and_never_reports_success(
     job nor any message later says it succeeded."""
     _, job_id = await errand.summon(params="steps=3 step_seconds=30")
     await poll(lambda: _is(errand, job_id, "running"))
-    handle = await errand.emu.invoke_slash(errand.world.alice, errand.world.channel,
-                                           "job cancel", {"id": job_id, "reason": "not needed"})
+    handle = await errand.emu.invoke_slash(
+        errand.world.alice,
+        errand.world.channel,
+        "job cancel",
+        {"id": job_id, "reason": "not needed"},
+    )
     answer = await handle.wait_original()
     assert answer.ephemeral
     assert answer.content.startswith(f"Asked job `{job_id}` to stop")
@@ -138,16 +144,22 @@ async def test_a_slow_submit_is_acknowledged_before_the_deadline_then_answered(
     the thread still starts from that answer."""
     emu, world = errand.emu, errand.world
     store = JobStore(errand.pool, errand.registry, quotas=Quotas(per_requester=100))
-    bot = ErrandBot(store=store, dsn=errand.dsn, registry=errand.registry,
-                    settings=fast_bot_settings(defer_after_seconds=0.3))
+    bot = ErrandBot(
+        store=store,
+        dsn=errand.dsn,
+        registry=errand.registry,
+        settings=fast_bot_settings(defer_after_seconds=0.3),
+    )
     async with running_bot(emu, bot):
         errand.bot = bot
         async with errand.pool.acquire() as conn, conn.transaction():
-            await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 1))",
-                               f"discord:{world.alice.id}")
+            await conn.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended($1, 1))", f"discord:{world.alice.id}"
+            )
             started = time.perf_counter()
-            handle = await emu.invoke_slash(world.alice, world.channel, "summon",
-                                            {"task": "slow db", "kind": "demo"})
+            handle = await emu.invoke_slash(
+                world.alice, world.channel, "summon", {"task": "slow db", "kind": "demo"}
+            )
             await handle.wait_response()
             assert time.perf_counter() - started < 1.0
             assert handle.response_type == 5  # deferred: acknowledged, answer to follow

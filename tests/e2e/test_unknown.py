@@ -5,9 +5,9 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from bot.client import ErrandBot
-from jobs.context import Context
-from jobs.kinds import kind
-from jobs.store import Finish
+from jobs.engine.store import Finish
+from jobs.runtime.context import Context
+from jobs.runtime.registry import kind
 
 from .conftest import Errand, poll, state_of
 
@@ -22,8 +22,9 @@ async def test_unknown_is_shown_with_what_to_do_and_an_operator_resolves_it(
     _, job_id = await errand.summon(params="steps=1 step_seconds=60")
     await errand.wait_progress_state(job_id, "queued")
     [claim] = await errand.store.claim("test-worker", limit=1, lease_seconds=30)
-    await errand.store.finish_one(Finish(claim.job_id, claim.attempt_id, "unknown",
-                                         reason="payment call timed out"))
+    await errand.store.finish_one(
+        Finish(claim.job_id, claim.attempt_id, "unknown", reason="payment call timed out")
+    )
     msg = await errand.wait_progress_state(job_id, "unknown")
     content = emu.message(msg.id).content
     assert "The outcome is unknown: payment call timed out" in content
@@ -32,8 +33,12 @@ async def test_unknown_is_shown_with_what_to_do_and_an_operator_resolves_it(
     [notice] = await poll(lambda: errand.notices(msg.channel_id))
     assert notice.content.startswith(f"<@{world.alice.id}> ❓ Job `{job_id}` **unknown**")
 
-    handle = await emu.invoke_slash(world.alice, world.channel, "job resolve",
-                                    {"id": job_id, "outcome": "succeeded", "note": "paid"})
+    handle = await emu.invoke_slash(
+        world.alice,
+        world.channel,
+        "job resolve",
+        {"id": job_id, "outcome": "succeeded", "note": "paid"},
+    )
     assert "can only be resolved by an operator" in (await handle.wait_original()).content
     assert (await errand.job(job_id)).state.value == "unknown"
 
@@ -41,8 +46,12 @@ async def test_unknown_is_shown_with_what_to_do_and_an_operator_resolves_it(
     emu.add_member(world.guild, operator)
     emu.create_role(world.guild, "errand-admin", 0, members=[operator])
     errand.bot.settings.admin_role = "errand-admin"  # type: ignore[union-attr]
-    handle = await emu.invoke_slash(operator, world.channel, "job resolve",
-                                    {"id": job_id, "outcome": "succeeded", "note": "paid"})
+    handle = await emu.invoke_slash(
+        operator,
+        world.channel,
+        "job resolve",
+        {"id": job_id, "outcome": "succeeded", "note": "paid"},
+    )
     assert (await handle.wait_original()).content == f"Resolved job `{job_id}`: now succeeded."
     await errand.wait_progress_state(job_id, "succeeded")
     assert state_of(emu.message(msg.id).content) == "succeeded"
@@ -69,18 +78,23 @@ async def test_the_requester_resolves_when_the_kind_allows_it(
     _, job_id = await errand.summon(kind="e2e_resolvable", params=None)
     await errand.wait_progress_state(job_id, "queued")
     [claim] = await errand.store.claim("test-worker", limit=1, lease_seconds=30)
-    await errand.store.finish_one(Finish(claim.job_id, claim.attempt_id, "unknown",
-                                         reason="lost"))
+    await errand.store.finish_one(Finish(claim.job_id, claim.attempt_id, "unknown", reason="lost"))
     msg = await errand.wait_progress_state(job_id, "unknown")
-    assert f"Check whether it happened, then `/job resolve {job_id}`." in \
-        emu.message(msg.id).content
+    assert (
+        f"Check whether it happened, then `/job resolve {job_id}`." in emu.message(msg.id).content
+    )
     bob = emu.create_user("bob")
     emu.add_member(world.guild, bob)
-    handle = await emu.invoke_slash(bob, world.channel, "job resolve",
-                                    {"id": job_id, "outcome": "failed", "note": "x"})
+    handle = await emu.invoke_slash(
+        bob, world.channel, "job resolve", {"id": job_id, "outcome": "failed", "note": "x"}
+    )
     assert (await handle.wait_original()).content.startswith("Only the requester")
-    handle = await emu.invoke_slash(world.alice, world.channel, "job resolve",
-                                    {"id": job_id, "outcome": "failed", "note": "never sent"})
+    handle = await emu.invoke_slash(
+        world.alice,
+        world.channel,
+        "job resolve",
+        {"id": job_id, "outcome": "failed", "note": "never sent"},
+    )
     assert (await handle.wait_original()).content == f"Resolved job `{job_id}`: now failed."
     final = await errand.wait_progress_state(job_id, "failed")
     assert "resolved as failed" in emu.message(final.id).content

@@ -62,8 +62,13 @@ class ChatServer:
                 await asyncio.sleep(0.02)
         if "status" in entry:
             return web.json_response(
-                {"error": {"message": entry.get("error", "scripted error"), "type": "server_error",
-                           "code": None}},
+                {
+                    "error": {
+                        "message": entry.get("error", "scripted error"),
+                        "type": "server_error",
+                        "code": None,
+                    }
+                },
                 status=int(entry["status"]),
             )
         return web.json_response(self._completion(body, entry, turn))
@@ -72,8 +77,14 @@ class ChatServer:
         message: dict[str, Any] = {"role": "assistant", "content": entry.get("content")}
         if entry.get("tool_calls"):
             message["tool_calls"] = [
-                {"id": f"call_{turn}_{i}", "type": "function",
-                 "function": {"name": c["name"], "arguments": json.dumps(c.get("arguments", {}))}}
+                {
+                    "id": f"call_{turn}_{i}",
+                    "type": "function",
+                    "function": {
+                        "name": c["name"],
+                        "arguments": json.dumps(c.get("arguments", {})),
+                    },
+                }
                 for i, c in enumerate(entry["tool_calls"])
             ]
         usage = {"prompt_tokens": 10, "completion_tokens": 5} | entry.get("usage", {})
@@ -83,8 +94,13 @@ class ChatServer:
             "object": "chat.completion",
             "created": int(time.time()),
             "model": body.get("model", "fake"),
-            "choices": [{"index": 0, "message": message,
-                         "finish_reason": "tool_calls" if entry.get("tool_calls") else "stop"}],
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": "tool_calls" if entry.get("tool_calls") else "stop",
+                }
+            ],
             "usage": usage,
         }
 

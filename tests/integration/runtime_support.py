@@ -9,12 +9,12 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from jobs.budget import Budget
-from jobs.kinds import Registry
-from jobs.model import JobView
+from jobs.engine.model import JobView
+from jobs.engine.store import JobStore
+from jobs.runtime.budget import Budget
+from jobs.runtime.registry import Registry
+from jobs.runtime.worker import Worker
 from jobs.settings import WorkerSettings
-from jobs.store import JobStore
-from jobs.worker import Worker
 
 FAST = {
     "heartbeat_seconds": 0.2,
@@ -38,8 +38,9 @@ async def running_worker(
 ) -> AsyncIterator[Worker]:
     """A worker running in this event loop until the block ends (then a graceful stop)."""
     settings = WorkerSettings(**(FAST | overrides))
-    worker = Worker(store, registry, settings, dsn=dsn, budget=budget or Budget(),
-                    assets_dir=assets_dir)
+    worker = Worker(
+        store, registry, settings, dsn=dsn, budget=budget or Budget(), assets_dir=assets_dir
+    )
     stop = asyncio.Event()
     task = asyncio.create_task(worker.run(stop))
     await asyncio.wait_for(worker.ready.wait(), 5)

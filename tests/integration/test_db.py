@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.db import stop_embedded
+from jobs.engine.db import stop_embedded
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = """
 import asyncio, os, sys
 from pathlib import Path
-from jobs.db import embedded_dsn, connect
+from jobs.engine.db import embedded_dsn, connect
 async def main():
     dsn = embedded_dsn(Path(sys.argv[1]))
     conn = await connect(dsn)
@@ -34,8 +34,14 @@ os._exit(0) if sys.argv[2] == "crash" else None
 
 
 def run(data: Path, mode: str) -> str:
-    out = subprocess.run([sys.executable, "-c", SCRIPT, str(data), mode], cwd=ROOT,
-                         capture_output=True, text=True, timeout=60, check=False)
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(data), mode],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     return out.stdout.strip().splitlines()[-1]  # the count; warnings may precede it
 

@@ -8,16 +8,17 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from jobs.kinds import Registry
-from jobs.store import JobStore
+from jobs.engine.store import JobStore
+from jobs.runtime.registry import Registry
 from tests.integration.runtime_support import running_worker, wait_for
 
 
 def _install_plugin(root: Path) -> None:
     """A tiny installed distribution: a module and a dist-info with an entry point."""
-    (root / "errand_plugin_hello.py").write_text(textwrap.dedent('''
+    (root / "errand_plugin_hello.py").write_text(
+        textwrap.dedent("""
         from pydantic import BaseModel
-        from jobs.kinds import Kind
+        from jobs.runtime.registry import Kind
 
         class Params(BaseModel):
             name: str = "world"
@@ -26,13 +27,16 @@ def _install_plugin(root: Path) -> None:
             return {"greeting": f"hello, {params.name}"}
 
         hello_kind = Kind(name="plugin_hello", handler=hello, params=Params)
-    '''))
+    """)
+    )
     info = root / "errand_plugin_hello-0.1.dist-info"
     info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: errand-plugin-hello\n"
-                                   "Version: 0.1\n")
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: errand-plugin-hello\nVersion: 0.1\n"
+    )
     (info / "entry_points.txt").write_text(
-        "[errand.kinds]\nplugin_hello = errand_plugin_hello:hello_kind\n")
+        "[errand.kinds]\nplugin_hello = errand_plugin_hello:hello_kind\n"
+    )
 
 
 def test_an_entry_point_adds_a_kind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

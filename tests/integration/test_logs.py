@@ -10,10 +10,10 @@ import pytest
 import structlog
 from pydantic import BaseModel
 
-from jobs.context import Context
-from jobs.kinds import Kind, Registry
+from jobs.engine.store import JobStore
 from jobs.logs import configure
-from jobs.store import JobStore
+from jobs.runtime.context import Context
+from jobs.runtime.registry import Kind, Registry
 from tests.integration.runtime_support import running_worker, wait_for
 
 

@@ -6,8 +6,8 @@ import asyncio
 
 import asyncpg
 
-from jobs.migrate import load, migrate
-from jobs.state import Actor, State
+from jobs.engine.migrate import load, migrate
+from jobs.engine.state import Actor, State
 from tests.conftest import create_database
 
 
@@ -18,8 +18,10 @@ async def test_schema_builds_from_migrations_on_an_empty_database(server_dsn: st
     try:
         applied = await migrate(conn)
         assert [m.name for m in load()] == applied
-        tables = {r["tablename"] for r in await conn.fetch(
-            "SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
+        tables = {
+            r["tablename"]
+            for r in await conn.fetch("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
+        }
         assert {"job", "attempt", "event", "effect", "outbox", "errand_migration"} <= tables
         assert await migrate(conn) == []  # idempotent
     finally:
@@ -41,7 +43,7 @@ async def test_two_processes_migrating_together_do_not_race(server_dsn: str) -> 
 
 
 async def test_database_enums_match_the_python_states_and_actors(pool: asyncpg.Pool) -> None:
-    """The job_state and job_actor enums are exactly jobs.state's."""
+    """The job_state and job_actor enums are exactly jobs.engine.state's."""
     states = await pool.fetchval("SELECT enum_range(NULL::job_state)::text[]")
     actors = await pool.fetchval("SELECT enum_range(NULL::job_actor)::text[]")
     assert [s.value for s in State] == states

@@ -7,9 +7,9 @@ import itertools
 
 import asyncpg
 
+from jobs.engine.state import TRANSITIONS, Actor, State
+from jobs.engine.store import COMPLETED_DESPITE_CANCEL, Finish, JobStore
 from jobs.errors import StaleTransition
-from jobs.state import TRANSITIONS, Actor, State
-from jobs.store import COMPLETED_DESPITE_CANCEL, Finish, JobStore
 from tests.integration.helpers import events
 
 ROUNDS = 60
@@ -22,8 +22,15 @@ async def _round(store: JobStore, *, outcome: str, force: bool) -> tuple[str, st
 
     async def finish() -> bool:
         try:
-            await store.finish_one(Finish(claim.job_id, claim.attempt_id, outcome,
-                                          result={"r": 1}, error={"type": "E", "message": "m"}))
+            await store.finish_one(
+                Finish(
+                    claim.job_id,
+                    claim.attempt_id,
+                    outcome,
+                    result={"r": 1},
+                    error={"type": "E", "message": "m"},
+                )
+            )
         except StaleTransition:
             return False
         return True
@@ -41,8 +48,9 @@ async def _check_history(pool: asyncpg.Pool, job_id: int) -> None:
     changes = [e for e in evs if not e["ignored"]]
     for prev, nxt in itertools.pairwise(changes):
         assert prev["to_state"] == nxt["from_state"]
-        assert State(nxt["to_state"]) in TRANSITIONS[(State(nxt["from_state"]),
-                                                      Actor(nxt["actor"]))]
+        assert (
+            State(nxt["to_state"]) in TRANSITIONS[(State(nxt["from_state"]), Actor(nxt["actor"]))]
+        )
     states = [e["to_state"] for e in changes]
     if "cancelled" in states:
         assert states[-1] == "cancelled"
@@ -58,8 +66,10 @@ async def test_cancel_against_success(store: JobStore, pool: asyncpg.Pool) -> No
         cancel, final, job_id = await _round(store, outcome="succeeded", force=False)
         seen.add((cancel, final))
         await _check_history(pool, job_id)
-    assert seen <= {("too_late", "succeeded||True"),
-                    ("cancelling", f"succeeded|{COMPLETED_DESPITE_CANCEL}|True")}
+    assert seen <= {
+        ("too_late", "succeeded||True"),
+        ("cancelling", f"succeeded|{COMPLETED_DESPITE_CANCEL}|True"),
+    }
 
 
 async def test_cancel_against_failure(store: JobStore, pool: asyncpg.Pool) -> None:

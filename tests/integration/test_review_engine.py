@@ -12,15 +12,15 @@ import asyncpg
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from jobs.asset import INLINE_LIMIT, read_asset
-from jobs.budget import Budget
-from jobs.command import CommandSpec, run_command
-from jobs.context import Context
-from jobs.kinds import Kind, Registry
-from jobs.model import Claim
+from jobs.engine.model import Claim
+from jobs.engine.store import Finish, JobStore
+from jobs.kinds.command import CommandSpec, run_command
+from jobs.runtime.asset import INLINE_LIMIT, read_asset
+from jobs.runtime.budget import Budget
+from jobs.runtime.context import Context
+from jobs.runtime.registry import Kind, Registry
+from jobs.runtime.step import LeaseLost
 from jobs.secrets import scrub
-from jobs.step import LeaseLost
-from jobs.store import Finish, JobStore
 from tests.integration.runtime_support import running_worker, wait_for
 
 
@@ -70,8 +70,9 @@ async def test_attempt_that_ends_without_a_recorded_end_does_not_keep_its_lease(
     store = JobStore(pool, reg)
     job, _ = await store.submit("self_cancel", {}, requester="t")
     async with running_worker(store, reg, db_dsn, tmp_path, lease_seconds=1.0):
-        done = await wait_for(store, job.public_id, {"succeeded", "failed", "cancelled",
-                                                     "unknown"}, within=10)
+        done = await wait_for(
+            store, job.public_id, {"succeeded", "failed", "cancelled", "unknown"}, within=10
+        )
     assert (done.state, done.reason) == ("failed", "lease expired; no attempts left")
 
 
@@ -108,9 +109,15 @@ async def _claim_ctx(store: JobStore, worker: str, assets: Path) -> Context:
 
 
 def _ctx(store: JobStore, claim: Claim, assets: Path) -> Context:
-    return Context(store=store, job_id=claim.job_id, public_id=claim.public_id,
-                   attempt_id=claim.attempt_id, attempt=claim.attempt, kind=claim.kind,
-                   assets_dir=assets)
+    return Context(
+        store=store,
+        job_id=claim.job_id,
+        public_id=claim.public_id,
+        attempt_id=claim.attempt_id,
+        attempt=claim.attempt,
+        kind=claim.kind,
+        assets_dir=assets,
+    )
 
 
 async def test_stale_attempt_cannot_overwrite_or_remove_a_large_asset_of_the_current_one(
@@ -118,8 +125,16 @@ async def test_stale_attempt_cannot_overwrite_or_remove_a_large_asset_of_the_cur
 ) -> None:
     """A large asset written by an attempt that lost its lease leaves the current file alone."""
     reg = Registry()
-    reg.add(Kind(name="retry", handler=_noop, params=_NoParams, description="retry",
-                 retry_safe=True, max_attempts=3))
+    reg.add(
+        Kind(
+            name="retry",
+            handler=_noop,
+            params=_NoParams,
+            description="retry",
+            retry_safe=True,
+            max_attempts=3,
+        )
+    )
     store = JobStore(pool, reg)
     await store.submit("retry", {}, requester="t")
     stale = await _claim_ctx(store, "w1", tmp_path)
@@ -149,12 +164,18 @@ async def test_command_output_with_a_nul_byte_does_not_break_the_command(
 
 def test_negative_number_cannot_pass_as_an_option() -> None:
     """A number parameter starting with '-' is refused like text, unless allow_dash is set."""
-    spec = CommandSpec.model_validate({"name": "head", "argv": ["head", "{n}"],
-                                       "params": {"n": {"type": "integer"}}})
+    spec = CommandSpec.model_validate(
+        {"name": "head", "argv": ["head", "{n}"], "params": {"n": {"type": "integer"}}}
+    )
     with pytest.raises(ValueError, match="must not start with '-'"):
         spec.argv_for({"n": -5})
-    spec = CommandSpec.model_validate({"name": "head", "argv": ["head", "-n", "{n}"],
-                                       "params": {"n": {"type": "integer", "allow_dash": True}}})
+    spec = CommandSpec.model_validate(
+        {
+            "name": "head",
+            "argv": ["head", "-n", "{n}"],
+            "params": {"n": {"type": "integer", "allow_dash": True}},
+        }
+    )
     assert spec.argv_for({"n": -5}) == ["head", "-n", "-5"]
 
 
@@ -183,10 +204,14 @@ async def test_batched_finish_locks_its_jobs_in_id_order(pool: asyncpg.Pool) -> 
         tx = other.transaction()
         await tx.start()
         await other.execute("SELECT 1 FROM job WHERE id = $1 FOR UPDATE", low.job_id)
-        batch = asyncio.ensure_future(store.finish([
-            Finish(high.job_id, high.attempt_id, "succeeded", result={}),
-            Finish(low.job_id, low.attempt_id, "failed", reason="x"),
-        ]))
+        batch = asyncio.ensure_future(
+            store.finish(
+                [
+                    Finish(high.job_id, high.attempt_id, "succeeded", result={}),
+                    Finish(low.job_id, low.attempt_id, "failed", reason="x"),
+                ]
+            )
+        )
         await asyncio.sleep(0.3)  # the batch now waits for the low job
         await other.execute("SELECT 1 FROM job WHERE id = $1 FOR UPDATE", high.job_id)
         await tx.commit()
@@ -205,7 +230,10 @@ def test_scrub_is_linear_on_a_long_word_and_redacts_a_password_without_user() ->
 
 
 async def test_command_that_ran_is_not_run_again_when_its_log_cannot_be_stored(
-    store: JobStore, registry: Registry, db_dsn: str, tmp_path: Path,
+    store: JobStore,
+    registry: Registry,
+    db_dsn: str,
+    tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A non-retry-safe command runs as a guarded effect: once it ran, failing to keep its log

@@ -12,10 +12,10 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from jobs.asset import read_asset
-from jobs.kinds import Registry
-from jobs.state import Actor
-from jobs.store import JobStore
+from jobs.engine.state import Actor
+from jobs.engine.store import JobStore
+from jobs.runtime.asset import read_asset
+from jobs.runtime.registry import Registry
 from tests.fakes.chat_server import ChatServer, chat_server
 from tests.integration.runtime_support import running_worker, wait_for
 
@@ -31,17 +31,24 @@ pattern = "[a-z]{1,20}"
 """
 SCRIPTS = {
     "answer": [
-        {"tool_calls": [{"name": "greet", "arguments": {"who": "ann"}}],
-         "usage": {"prompt_tokens": 20, "completion_tokens": 5}},
+        {
+            "tool_calls": [{"name": "greet", "arguments": {"who": "ann"}}],
+            "usage": {"prompt_tokens": 20, "completion_tokens": 5},
+        },
         {"content": "I greeted ann.", "usage": {"prompt_tokens": 40, "completion_tokens": 6}},
     ],
     "two_tools": [
-        {"tool_calls": [{"name": "greet", "arguments": {"who": "ann"}},
-                        {"name": "greet", "arguments": {"who": "bob"}}]},
+        {
+            "tool_calls": [
+                {"name": "greet", "arguments": {"who": "ann"}},
+                {"name": "greet", "arguments": {"who": "bob"}},
+            ]
+        },
         {"content": "done"},
     ],
-    "wordy": [{"content": "a long answer",
-               "usage": {"prompt_tokens": 90, "completion_tokens": 60}}],
+    "wordy": [
+        {"content": "a long answer", "usage": {"prompt_tokens": 90, "completion_tokens": 60}}
+    ],
     "slow": [{"content": "too late", "delay": 30}],
     "broken": [{"status": 500, "error": "model overloaded"}],
 }
@@ -60,8 +67,9 @@ async def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterat
         yield srv
 
 
-async def _run(store: JobStore, registry: Registry, dsn: str, tmp: Path,
-               params: dict[str, object]) -> tuple[str, dict[str, object]]:
+async def _run(
+    store: JobStore, registry: Registry, dsn: str, tmp: Path, params: dict[str, object]
+) -> tuple[str, dict[str, object]]:
     job, _ = await store.submit("agent", params, requester="t")
     async with running_worker(store, registry, dsn, tmp):
         done = await wait_for(store, job.public_id, {"succeeded", "failed", "cancelled"})
@@ -69,7 +77,11 @@ async def _run(store: JobStore, registry: Registry, dsn: str, tmp: Path,
 
 
 async def test_agent_calls_a_tool_and_returns_the_final_answer(
-    server: ChatServer, store: JobStore, registry: Registry, db_dsn: str, pool: asyncpg.Pool,
+    server: ChatServer,
+    store: JobStore,
+    registry: Registry,
+    db_dsn: str,
+    pool: asyncpg.Pool,
     tmp_path: Path,
 ) -> None:
     """Step 1: the model asks for greet, the catalog command runs; step 2: the final answer."""
@@ -87,8 +99,13 @@ async def test_agent_calls_a_tool_and_returns_the_final_answer(
 
 
 async def test_agent_key_is_sent_but_never_stored_or_logged(
-    server: ChatServer, store: JobStore, registry: Registry, db_dsn: str, pool: asyncpg.Pool,
-    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    server: ChatServer,
+    store: JobStore,
+    registry: Registry,
+    db_dsn: str,
+    pool: asyncpg.Pool,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """The provider sees the bearer key; no job, event, step or asset row and no log line has it."""
     state, _ = await _run(store, registry, db_dsn, tmp_path, {"prompt": "[script:answer] hi"})
@@ -104,11 +121,20 @@ async def test_agent_key_is_sent_but_never_stored_or_logged(
 
 
 async def test_a_tool_call_budget_of_one_per_step_fails_naming_the_budget(
-    server: ChatServer, store: JobStore, registry: Registry, db_dsn: str, tmp_path: Path,
+    server: ChatServer,
+    store: JobStore,
+    registry: Registry,
+    db_dsn: str,
+    tmp_path: Path,
 ) -> None:
     """The model asks for 2 tool calls with a budget of 1 per step: failed, no tool ran."""
-    state, out = await _run(store, registry, db_dsn, tmp_path, {
-        "prompt": "[script:two_tools] hi", "budget": {"step_tool_calls": 1}})
+    state, out = await _run(
+        store,
+        registry,
+        db_dsn,
+        tmp_path,
+        {"prompt": "[script:two_tools] hi", "budget": {"step_tool_calls": 1}},
+    )
     job = out["job"]
     assert state == "failed"
     assert job.reason == "budget exceeded: tool_calls per step 2 > 1"
@@ -116,17 +142,30 @@ async def test_a_tool_call_budget_of_one_per_step_fails_naming_the_budget(
 
 
 async def test_a_token_budget_is_enforced_from_the_reported_usage(
-    server: ChatServer, store: JobStore, registry: Registry, db_dsn: str, tmp_path: Path,
+    server: ChatServer,
+    store: JobStore,
+    registry: Registry,
+    db_dsn: str,
+    tmp_path: Path,
 ) -> None:
     """150 tokens reported against 100 per step: failed, naming the bound and the usage."""
-    state, out = await _run(store, registry, db_dsn, tmp_path, {
-        "prompt": "[script:wordy] hi", "budget": {"step_tokens": 100}})
+    state, out = await _run(
+        store,
+        registry,
+        db_dsn,
+        tmp_path,
+        {"prompt": "[script:wordy] hi", "budget": {"step_tokens": 100}},
+    )
     assert state == "failed"
     assert out["job"].reason == "budget exceeded: tokens per step 150 > 100"
 
 
 async def test_a_provider_error_fails_the_job_with_a_reason(
-    server: ChatServer, store: JobStore, registry: Registry, db_dsn: str, tmp_path: Path,
+    server: ChatServer,
+    store: JobStore,
+    registry: Registry,
+    db_dsn: str,
+    tmp_path: Path,
 ) -> None:
     """A 500 from the provider fails the (not retry-safe) job with the error in the reason."""
     state, out = await _run(store, registry, db_dsn, tmp_path, {"prompt": "[script:broken] hi"})
@@ -135,7 +174,11 @@ async def test_a_provider_error_fails_the_job_with_a_reason(
 
 
 async def test_cancel_during_a_model_call_aborts_the_http_request(
-    server: ChatServer, store: JobStore, registry: Registry, db_dsn: str, pool: asyncpg.Pool,
+    server: ChatServer,
+    store: JobStore,
+    registry: Registry,
+    db_dsn: str,
+    pool: asyncpg.Pool,
     tmp_path: Path,
 ) -> None:
     """A cancel while the model is thinking closes the connection at once; job cancelled."""

@@ -9,11 +9,11 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from jobs.asset import read_asset
+from jobs.engine.state import Actor
+from jobs.engine.store import JobStore
 from jobs.errors import InvalidParams
-from jobs.kinds import Registry
-from jobs.state import Actor
-from jobs.store import JobStore
+from jobs.runtime.asset import read_asset
+from jobs.runtime.registry import Registry
 from tests.integration.runtime_support import running_worker, wait_for, wait_until
 
 CATALOG = """
@@ -78,8 +78,9 @@ async def test_a_catalog_command_runs_and_keeps_its_log(
     store: JobStore, registry: Registry, db_dsn: str, pool: asyncpg.Pool, tmp_path: Path
 ) -> None:
     """greet runs echo with the declared parameter as one argv element; the log is an asset."""
-    job, _ = await store.submit("command", {"name": "greet", "args": {"who": "ann and bob"}},
-                                requester="t")
+    job, _ = await store.submit(
+        "command", {"name": "greet", "args": {"who": "ann and bob"}}, requester="t"
+    )
     async with running_worker(store, registry, db_dsn, tmp_path):
         done = await wait_for(store, job.public_id, {"succeeded", "failed"})
     assert (done.state.value, done.result["exit_code"]) == ("succeeded", 0)
@@ -118,7 +119,11 @@ async def test_non_zero_exit_fails_with_exit_code_and_tail(
 
 
 async def test_only_allowed_environment_reaches_the_command(
-    store: JobStore, registry: Registry, db_dsn: str, pool: asyncpg.Pool, tmp_path: Path,
+    store: JobStore,
+    registry: Registry,
+    db_dsn: str,
+    pool: asyncpg.Pool,
+    tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Variables not on the allow-list (e.g. secrets) are not passed."""
@@ -143,7 +148,11 @@ async def test_timeout_stops_the_command_and_fails(
 
 @pytest.mark.parametrize("name", ["family", "stubborn"])
 async def test_cancel_during_a_command_kills_its_whole_process_group(
-    store: JobStore, registry: Registry, db_dsn: str, pool: asyncpg.Pool, tmp_path: Path,
+    store: JobStore,
+    registry: Registry,
+    db_dsn: str,
+    pool: asyncpg.Pool,
+    tmp_path: Path,
     name: str,
 ) -> None:
     """Cancel sends SIGTERM to the group (SIGKILL after the grace for one that ignores it); the

@@ -16,9 +16,9 @@ import asyncpg
 import pytest
 
 import tests.kinds_for_tests  # noqa: F401  (registers the test kinds in this process too)
-from jobs.kinds import Registry
-from jobs.state import Actor
-from jobs.store import JobStore
+from jobs.engine.state import Actor
+from jobs.engine.store import JobStore
+from jobs.runtime.registry import Registry
 from tests.integration.runtime_support import running_worker, wait_for, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,19 +30,26 @@ def spawn_worker(db_dsn: str, tmp_path: Path) -> Iterator[object]:
     procs: list[subprocess.Popen[bytes]] = []
 
     def spawn(**env: str) -> subprocess.Popen[bytes]:
-        full = os.environ | {
-            "DATABASE_URL": db_dsn,
-            "PYTHONPATH": str(ROOT),
-            "ERRAND_EXTRA_KINDS": "tests.kinds_for_tests",
-            "ERRAND_DATA_DIR": str(tmp_path / "data"),
-            "ERRAND_LOG_FORMAT": "json",
-            "ERRAND_WORKER_HEARTBEAT_SECONDS": "0.2",
-            "ERRAND_WORKER_LEASE_SECONDS": "2",
-            "ERRAND_WORKER_POLL_SECONDS": "0.1",
-        } | env
+        full = (
+            os.environ
+            | {
+                "DATABASE_URL": db_dsn,
+                "PYTHONPATH": str(ROOT),
+                "ERRAND_EXTRA_KINDS": "tests.kinds_for_tests",
+                "ERRAND_DATA_DIR": str(tmp_path / "data"),
+                "ERRAND_LOG_FORMAT": "json",
+                "ERRAND_WORKER_HEARTBEAT_SECONDS": "0.2",
+                "ERRAND_WORKER_LEASE_SECONDS": "2",
+                "ERRAND_WORKER_POLL_SECONDS": "0.1",
+            }
+            | env
+        )
         proc = subprocess.Popen(
             [sys.executable, "-c", "from bot.cli import main; main()", "worker"],
-            env=full, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            env=full,
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
         )
         procs.append(proc)
         return proc
@@ -60,8 +67,10 @@ async def _crash_between_intent_and_outcome(
     store: JobStore, pool: asyncpg.Pool, spawn: object, ledger: Path, with_lookup: bool
 ) -> int:
     job, _ = await store.submit(
-        "effect_probe", {"ledger": str(ledger), "with_lookup": with_lookup, "hold_seconds": 60},
-        requester="t")
+        "effect_probe",
+        {"ledger": str(ledger), "with_lookup": with_lookup, "hold_seconds": 60},
+        requester="t",
+    )
     proc = spawn()  # type: ignore[operator]
 
     async def intent_recorded() -> bool:
@@ -73,37 +82,54 @@ async def _crash_between_intent_and_outcome(
     proc.send_signal(signal.SIGKILL)
     proc.wait(10)
     # Let the lease run out, then settle it as any worker's reaper would.
-    await pool.execute("UPDATE attempt SET lease_expires_at = now() - interval '1 second' "
-                       "WHERE job_id = $1 AND ended_at IS NULL", job.id)
+    await pool.execute(
+        "UPDATE attempt SET lease_expires_at = now() - interval '1 second' "
+        "WHERE job_id = $1 AND ended_at IS NULL",
+        job.id,
+    )
     await store.reap(cancel_grace_seconds=10, retry_base=0.001)
     return job.id
 
 
 async def test_effect_without_lookup_becomes_unknown_after_a_sigkill_and_is_never_repeated(
-    store: JobStore, registry: Registry, pool: asyncpg.Pool, db_dsn: str, tmp_path: Path,
+    store: JobStore,
+    registry: Registry,
+    pool: asyncpg.Pool,
+    db_dsn: str,
+    tmp_path: Path,
     spawn_worker: object,
 ) -> None:
     """SIGKILL between intent and outcome: no lookup, so the job is unknown, not re-run; an
     operator who checked and resolves it as a retry takes responsibility and it runs again."""
     ledger = tmp_path / "ledger.txt"
     job_id = await _crash_between_intent_and_outcome(store, pool, spawn_worker, ledger, False)
-    job = await store.get(str(await pool.fetchval("SELECT public_id FROM job WHERE id = $1",
-                                                  job_id)))
+    job = await store.get(
+        str(await pool.fetchval("SELECT public_id FROM job WHERE id = $1", job_id))
+    )
     assert job.state.value == "unknown"
     assert job.reason == "worker lost while a side effect was in flight"
     async with running_worker(store, registry, db_dsn, tmp_path):
         await asyncio.sleep(0.5)  # a worker never picks up an unknown job
         assert (await store.get(job.public_id)).state.value == "unknown"
         assert len(ledger.read_text().splitlines()) == 1
-        await store.resolve(job.public_id, actor=Actor.OPERATOR, outcome="retry",
-                            note="not charged, checked the ledger", by="op")
+        await store.resolve(
+            job.public_id,
+            actor=Actor.OPERATOR,
+            outcome="retry",
+            note="not charged, checked the ledger",
+            by="op",
+        )
         done = await wait_for(store, job.public_id, {"succeeded", "failed", "unknown"})
     assert done.state.value == "succeeded"
     assert len(ledger.read_text().splitlines()) == 2
 
 
 async def test_effect_with_lookup_is_reconciled_after_a_sigkill_without_repeating(
-    store: JobStore, registry: Registry, pool: asyncpg.Pool, db_dsn: str, tmp_path: Path,
+    store: JobStore,
+    registry: Registry,
+    pool: asyncpg.Pool,
+    db_dsn: str,
+    tmp_path: Path,
     spawn_worker: object,
 ) -> None:
     """SIGKILL between intent and outcome: the retry's lookup finds the effect by its key, records
@@ -123,7 +149,11 @@ async def test_effect_with_lookup_is_reconciled_after_a_sigkill_without_repeatin
 
 
 async def test_sigterm_releases_leases_and_another_worker_resumes_within_a_second(
-    store: JobStore, registry: Registry, pool: asyncpg.Pool, db_dsn: str, tmp_path: Path,
+    store: JobStore,
+    registry: Registry,
+    pool: asyncpg.Pool,
+    db_dsn: str,
+    tmp_path: Path,
     spawn_worker: object,
 ) -> None:
     """SIGTERM: the worker stops claiming, tells jobs to stop, releases their leases and exits;

@@ -14,11 +14,11 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
-from jobs.db import create_pool
+from jobs.engine.db import create_pool
+from jobs.engine.state import TERMINAL, TRANSITIONS, Actor, State
+from jobs.engine.store import Finish, JobStore
 from jobs.errors import IllegalTransition, NotAllowed, StaleTransition
 from jobs.kinds import default_registry
-from jobs.state import TERMINAL, TRANSITIONS, Actor, State
-from jobs.store import Finish, JobStore
 from tests.conftest import create_database, drop_database
 
 OUTCOMES = ["succeeded", "failed", "retry", "cancelled", "released", "unknown"]
@@ -67,12 +67,21 @@ def make_machine(dsn: str) -> type[RuleBasedStateMachine]:
             if not self.attempts:
                 return
             job_id, attempt_id, _ = data.draw(st.sampled_from(self.attempts))
-            current = self.run(self.pool.fetchval(
-                "SELECT current_attempt_id FROM job WHERE id = $1", job_id))
+            current = self.run(
+                self.pool.fetchval("SELECT current_attempt_id FROM job WHERE id = $1", job_id)
+            )
             try:
-                self.run(self.store.finish_one(Finish(
-                    job_id, attempt_id, outcome, result={"a": attempt_id},
-                    error={"type": "E", "message": "x"})))
+                self.run(
+                    self.store.finish_one(
+                        Finish(
+                            job_id,
+                            attempt_id,
+                            outcome,
+                            result={"a": attempt_id},
+                            error={"type": "E", "message": "x"},
+                        )
+                    )
+                )
                 landed = True
             except StaleTransition:
                 landed = False
@@ -82,14 +91,20 @@ def make_machine(dsn: str) -> type[RuleBasedStateMachine]:
         @rule(data=st.data(), outcome=st.sampled_from(OUTCOMES))
         def stale_write(self, data: st.DataObject, outcome: str) -> None:
             """An attempt that no longer holds the lease reports: nothing may land."""
-            ended = self.run(self.pool.fetch(
-                "SELECT job_id, id FROM attempt WHERE ended_at IS NOT NULL ORDER BY id"))
+            ended = self.run(
+                self.pool.fetch(
+                    "SELECT job_id, id FROM attempt WHERE ended_at IS NOT NULL ORDER BY id"
+                )
+            )
             if not ended:
                 return
             row = data.draw(st.sampled_from(ended))
             with pytest.raises(StaleTransition):
-                self.run(self.store.finish_one(Finish(row["job_id"], row["id"], outcome,
-                                                      result={"stale": True})))
+                self.run(
+                    self.store.finish_one(
+                        Finish(row["job_id"], row["id"], outcome, result={"stale": True})
+                    )
+                )
             assert not self.run(self.store.set_progress(row["job_id"], row["id"], {"s": 1}))
 
         @rule(data=st.data())
@@ -97,8 +112,9 @@ def make_machine(dsn: str) -> type[RuleBasedStateMachine]:
             if not self.attempts:
                 return
             job_id, attempt_id, _ = data.draw(st.sampled_from(self.attempts))
-            current = self.run(self.pool.fetchval(
-                "SELECT current_attempt_id FROM job WHERE id = $1", job_id))
+            current = self.run(
+                self.pool.fetchval("SELECT current_attempt_id FROM job WHERE id = $1", job_id)
+            )
             landed = self.run(self.store.set_progress(job_id, attempt_id, {"done": 1}))
             assert landed == (current == attempt_id)
 
@@ -107,9 +123,12 @@ def make_machine(dsn: str) -> type[RuleBasedStateMachine]:
             mine = [a for _, a, w in self.attempts if w == worker]
             verdicts = self.run(self.store.heartbeat(worker, 30, mine))
             for attempt_id, verdict in verdicts.items():
-                current = self.run(self.pool.fetchval(
-                    "SELECT current_attempt_id FROM job WHERE current_attempt_id = $1",
-                    attempt_id))
+                current = self.run(
+                    self.pool.fetchval(
+                        "SELECT current_attempt_id FROM job WHERE current_attempt_id = $1",
+                        attempt_id,
+                    )
+                )
                 assert (verdict == "lost") == (current is None)
 
         @rule(data=st.data(), force=st.booleans())
@@ -137,9 +156,13 @@ def make_machine(dsn: str) -> type[RuleBasedStateMachine]:
             if not self.jobs:
                 return
             job_id, _ = data.draw(st.sampled_from(self.jobs))
-            self.run(self.pool.execute(
-                "UPDATE job SET cancel_requested_at = now() - interval '1 hour' "
-                "WHERE id = $1 AND state = 'cancelling'", job_id))
+            self.run(
+                self.pool.execute(
+                    "UPDATE job SET cancel_requested_at = now() - interval '1 hour' "
+                    "WHERE id = $1 AND state = 'cancelling'",
+                    job_id,
+                )
+            )
 
         @rule(data=st.data())
         def takeover(self, data: st.DataObject) -> None:
@@ -152,34 +175,46 @@ def make_machine(dsn: str) -> type[RuleBasedStateMachine]:
             self.claim("w2", 2)
 
         def expire_lease_of(self, job_id: int) -> None:
-            self.run(self.pool.execute(
-                "UPDATE attempt SET lease_expires_at = now() - interval '1 s' "
-                "WHERE job_id = $1 AND ended_at IS NULL", job_id))
+            self.run(
+                self.pool.execute(
+                    "UPDATE attempt SET lease_expires_at = now() - interval '1 s' "
+                    "WHERE job_id = $1 AND ended_at IS NULL",
+                    job_id,
+                )
+            )
 
         @rule()
         def reap(self) -> None:
             self.run(self.store.reap(cancel_grace_seconds=60, retry_base=0))
 
-        @rule(data=st.data(), outcome=st.sampled_from(["succeeded", "failed", "retry",
-                                                       "cancelled"]))
+        @rule(
+            data=st.data(), outcome=st.sampled_from(["succeeded", "failed", "retry", "cancelled"])
+        )
         def resolve(self, data: st.DataObject, outcome: str) -> None:
             if not self.jobs:
                 return
             _, public_id = data.draw(st.sampled_from(self.jobs))
             before = self.run(self.store.get(public_id)).state
             try:
-                self.run(self.store.resolve(public_id, actor=Actor.OPERATOR, outcome=outcome,
-                                            note="n", by="op"))
+                self.run(
+                    self.store.resolve(
+                        public_id, actor=Actor.OPERATOR, outcome=outcome, note="n", by="op"
+                    )
+                )
                 assert before is State.UNKNOWN
             except (IllegalTransition, NotAllowed):
                 assert before is not State.UNKNOWN
 
         @invariant()
         def at_most_one_live_attempt_and_it_is_current(self) -> None:
-            rows = self.run(self.pool.fetch(
-                "SELECT j.id, j.state::text, j.current_attempt_id, "
-                "array_agg(a.id) FILTER (WHERE a.id IS NOT NULL AND a.ended_at IS NULL) AS live "
-                "FROM job j LEFT JOIN attempt a ON a.job_id = j.id GROUP BY j.id"))
+            rows = self.run(
+                self.pool.fetch(
+                    "SELECT j.id, j.state::text, j.current_attempt_id, "
+                    "array_agg(a.id) FILTER (WHERE a.id IS NOT NULL AND a.ended_at IS NULL) "
+                    "AS live "
+                    "FROM job j LEFT JOIN attempt a ON a.job_id = j.id GROUP BY j.id"
+                )
+            )
             for r in rows:
                 live = r["live"] or []
                 assert len(live) <= 1
@@ -200,15 +235,20 @@ def make_machine(dsn: str) -> type[RuleBasedStateMachine]:
         @invariant()
         def every_change_has_exactly_one_legal_event(self) -> None:
             states = dict(self.run(self.pool.fetch("SELECT id, state::text FROM job")))
-            evs = self.run(self.pool.fetch(
-                "SELECT job_id, from_state::text, to_state::text, actor::text FROM event "
-                "WHERE NOT ignored ORDER BY id"))
+            evs = self.run(
+                self.pool.fetch(
+                    "SELECT job_id, from_state::text, to_state::text, actor::text FROM event "
+                    "WHERE NOT ignored ORDER BY id"
+                )
+            )
             last: dict[int, str | None] = {}
             for e in evs:
                 assert last.get(e["job_id"]) == e["from_state"]
                 if e["from_state"] is not None:
-                    assert State(e["to_state"]) in TRANSITIONS[(State(e["from_state"]),
-                                                                Actor(e["actor"]))]
+                    assert (
+                        State(e["to_state"])
+                        in TRANSITIONS[(State(e["from_state"]), Actor(e["actor"]))]
+                    )
                 assert not (e["from_state"] == "cancelled" and e["to_state"] == "succeeded")
                 last[e["job_id"]] = e["to_state"]
             assert last == states
@@ -219,6 +259,12 @@ def make_machine(dsn: str) -> type[RuleBasedStateMachine]:
 def test_random_job_histories_keep_the_invariants(stateful_dsn: str) -> None:
     """At most one live attempt; terminal never changes; one legal event per change;
     cancelled never becomes succeeded; no write from a non-current attempt lands."""
-    run_state_machine_as_test(make_machine(stateful_dsn), settings=settings(
-        max_examples=40, stateful_step_count=30, deadline=None,
-        suppress_health_check=[HealthCheck.too_slow]))
+    run_state_machine_as_test(
+        make_machine(stateful_dsn),
+        settings=settings(
+            max_examples=40,
+            stateful_step_count=30,
+            deadline=None,
+            suppress_health_check=[HealthCheck.too_slow],
+        ),
+    )

@@ -8,10 +8,10 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 import pytest
 
+from jobs.engine.model import Claim
+from jobs.engine.state import Actor, State
+from jobs.engine.store import COMPLETED_DESPITE_CANCEL, Finish, JobStore
 from jobs.errors import IllegalTransition, InvalidParams, NotAllowed, StaleTransition, UnknownKind
-from jobs.model import Claim
-from jobs.state import Actor, State
-from jobs.store import COMPLETED_DESPITE_CANCEL, Finish, JobStore
 from tests.integration.helpers import events, expire_lease, moves, state
 
 ORIGIN = {"transport": "test", "channel": "1"}
@@ -26,10 +26,12 @@ async def submit_and_claim(store: JobStore, kind: str = "sleep", worker: str = "
 
 async def test_submit_is_idempotent_on_its_key(store: JobStore, pool: asyncpg.Pool) -> None:
     """Repeating a submit with the same key returns the same job and creates nothing more."""
-    first, created = await store.submit("sleep", {"seconds": 1}, requester="a",
-                                        idempotency_key="k1")
-    again, created_again = await store.submit("sleep", {"seconds": 1}, requester="a",
-                                              idempotency_key="k1")
+    first, created = await store.submit(
+        "sleep", {"seconds": 1}, requester="a", idempotency_key="k1"
+    )
+    again, created_again = await store.submit(
+        "sleep", {"seconds": 1}, requester="a", idempotency_key="k1"
+    )
     assert (created, created_again) == (True, False)
     assert first.public_id == again.public_id
     assert await pool.fetchval("SELECT count(*) FROM job") == 1
@@ -40,10 +42,12 @@ async def test_concurrent_idempotent_submits_make_one_job(
     store: JobStore, pool: asyncpg.Pool
 ) -> None:
     """Twenty submits with one key on separate connections, at once: one job, one event."""
-    results = await asyncio.gather(*(
-        store.submit("sleep", {}, requester="a", idempotency_key="same", origin=ORIGIN)
-        for _ in range(20)
-    ))
+    results = await asyncio.gather(
+        *(
+            store.submit("sleep", {}, requester="a", idempotency_key="same", origin=ORIGIN)
+            for _ in range(20)
+        )
+    )
     assert len({job.public_id for job, _ in results}) == 1
     assert sum(created for _, created in results) == 1
     assert await pool.fetchval("SELECT count(*) FROM job") == 1
@@ -78,9 +82,9 @@ async def test_concurrent_claims_never_share_a_job(store: JobStore, pool: asyncp
     """SKIP LOCKED: four claimers at once split 40 jobs without overlap."""
     for _ in range(40):
         await store.submit("noop", {}, requester="a")
-    batches = await asyncio.gather(*(
-        store.claim(f"w{i}", limit=15, lease_seconds=30) for i in range(4)
-    ))
+    batches = await asyncio.gather(
+        *(store.claim(f"w{i}", limit=15, lease_seconds=30) for i in range(4))
+    )
     claimed = [c.job_id for batch in batches for c in batch]
     assert len(claimed) == len(set(claimed)) == 40
     assert await pool.fetchval("SELECT count(*) FROM attempt WHERE ended_at IS NULL") == 40
@@ -98,8 +102,9 @@ async def test_claim_records_the_attempt_event_and_outbox(
     job = await store.get(claim.public_id)
     assert (job.state, job.current_attempt_id, job.attempts) == (State.RUNNING, claim.attempt_id, 1)
     assert await moves(pool, claim.job_id) == [(None, "queued"), ("queued", "running")]
-    topics = await pool.fetch("SELECT payload FROM outbox WHERE job_id = $1 ORDER BY id",
-                              claim.job_id)
+    topics = await pool.fetch(
+        "SELECT payload FROM outbox WHERE job_id = $1 ORDER BY id", claim.job_id
+    )
     assert [t["payload"]["to"] for t in topics] == ["queued", "running"]
 
 
@@ -110,13 +115,14 @@ async def test_duplicate_success_is_ignored_with_evidence(
     claim = await submit_and_claim(store)
     await store.finish_one(Finish(claim.job_id, claim.attempt_id, "succeeded", result={"n": 1}))
     with pytest.raises(StaleTransition):
-        await store.finish_one(Finish(claim.job_id, claim.attempt_id, "succeeded",
-                                      result={"n": 2}))
+        await store.finish_one(Finish(claim.job_id, claim.attempt_id, "succeeded", result={"n": 2}))
     job = await store.get(claim.public_id)
     assert (job.state, job.result) == (State.SUCCEEDED, {"n": 1})
     evs = await events(pool, claim.job_id)
-    assert [(e["to_state"], e["ignored"]) for e in evs][-2:] == [("succeeded", False),
-                                                                  ("succeeded", True)]
+    assert [(e["to_state"], e["ignored"]) for e in evs][-2:] == [
+        ("succeeded", False),
+        ("succeeded", True),
+    ]
     assert evs[-1]["data"]["left_behind_result"] == {"n": 2}
     ended = await pool.fetchval("SELECT outcome FROM attempt WHERE id = $1", claim.attempt_id)
     assert ended == "succeeded"
@@ -129,12 +135,16 @@ async def test_late_failure_after_success_changes_nothing(
     claim = await submit_and_claim(store)
     await store.finish_one(Finish(claim.job_id, claim.attempt_id, "succeeded", result={}))
     with pytest.raises(StaleTransition):
-        await store.finish_one(Finish(claim.job_id, claim.attempt_id, "failed",
-                                      error={"type": "X", "message": "late"}))
+        await store.finish_one(
+            Finish(claim.job_id, claim.attempt_id, "failed", error={"type": "X", "message": "late"})
+        )
     assert await state(pool, claim.job_id) == "succeeded"
     last = (await events(pool, claim.job_id))[-1]
     assert (last["to_state"], last["ignored"], last["data"]["error"]["message"]) == (
-        "failed", True, "late")
+        "failed",
+        True,
+        "late",
+    )
 
 
 async def test_stale_attempt_cannot_write_after_its_lease_was_taken_over(
@@ -150,15 +160,18 @@ async def test_stale_attempt_cannot_write_after_its_lease_was_taken_over(
     assert not await store.set_progress(claim1.job_id, claim1.attempt_id, {"done": 9})
     assert await store.heartbeat("w1", 30, [claim1.attempt_id]) == {claim1.attempt_id: "lost"}
     with pytest.raises(StaleTransition):
-        await store.finish_one(Finish(claim1.job_id, claim1.attempt_id, "succeeded",
-                                      result={"from": 1}))
+        await store.finish_one(
+            Finish(claim1.job_id, claim1.attempt_id, "succeeded", result={"from": 1})
+        )
     assert await store.set_progress(claim2.job_id, claim2.attempt_id, {"done": 1})
-    await store.finish_one(Finish(claim2.job_id, claim2.attempt_id, "succeeded",
-                                  result={"from": 2}))
+    await store.finish_one(
+        Finish(claim2.job_id, claim2.attempt_id, "succeeded", result={"from": 2})
+    )
     job = await store.get(claim1.public_id)
     assert (job.state, job.result, job.progress) == (State.SUCCEEDED, {"from": 2}, {"done": 1})
-    outcomes = await pool.fetch("SELECT number, outcome FROM attempt WHERE job_id = $1 "
-                                "ORDER BY number", claim1.job_id)
+    outcomes = await pool.fetch(
+        "SELECT number, outcome FROM attempt WHERE job_id = $1 ORDER BY number", claim1.job_id
+    )
     assert [(r["number"], r["outcome"]) for r in outcomes] == [(1, "abandoned"), (2, "succeeded")]
 
 
@@ -177,14 +190,16 @@ async def test_repeated_cancellation_is_idempotent(store: JobStore, pool: asyncp
     assert (first.outcome, first.job.state) == ("cancelling", State.CANCELLING)
     assert (second.outcome, second.changed) == ("already_cancelling", False)
     assert first.job.cancel_reason == "changed my mind"
-    assert await store.heartbeat("w1", 30, [claim.attempt_id]) == {
-        claim.attempt_id: "cancelling"}
+    assert await store.heartbeat("w1", 30, [claim.attempt_id]) == {claim.attempt_id: "cancelling"}
     await store.finish_one(Finish(claim.job_id, claim.attempt_id, "cancelled"))
     job = await store.get(claim.public_id)
     assert (job.state, job.reason) == (State.CANCELLED, "cancelled by requester: changed my mind")
     assert await moves(pool, claim.job_id) == [
-        (None, "queued"), ("queued", "running"), ("running", "cancelling"),
-        ("cancelling", "cancelled")]
+        (None, "queued"),
+        ("queued", "running"),
+        ("running", "cancelling"),
+        ("cancelling", "cancelled"),
+    ]
     again = await store.cancel(claim.public_id, by="a")
     assert (again.outcome, again.changed) == ("too_late", False)
 
@@ -205,9 +220,15 @@ async def test_failure_or_retry_while_cancelling_ends_cancelled(
     for outcome in ("failed", "retry", "released"):
         claim = await submit_and_claim(store)
         await store.cancel(claim.public_id, by="a", reason="stop")
-        await store.finish_one(Finish(claim.job_id, claim.attempt_id, outcome,
-                                      error={"type": "E", "message": "boom"},
-                                      run_at=datetime.now(UTC)))
+        await store.finish_one(
+            Finish(
+                claim.job_id,
+                claim.attempt_id,
+                outcome,
+                error={"type": "E", "message": "boom"},
+                run_at=datetime.now(UTC),
+            )
+        )
         job = await store.get(claim.public_id)
         assert (job.state, job.reason) == (State.CANCELLED, "cancelled by requester: stop")
         assert ("cancelling", "queued") not in await moves(pool, claim.job_id)
@@ -220,8 +241,9 @@ async def test_late_success_after_cancelled_is_left_behind(
     claim = await submit_and_claim(store)
     await store.cancel(claim.public_id, actor=Actor.OPERATOR, by="op", force=True)
     with pytest.raises(StaleTransition):
-        await store.finish_one(Finish(claim.job_id, claim.attempt_id, "succeeded",
-                                      result={"late": True}))
+        await store.finish_one(
+            Finish(claim.job_id, claim.attempt_id, "succeeded", result={"late": True})
+        )
     job = await store.get(claim.public_id)
     assert (job.state, job.result) == (State.CANCELLED, None)
     last = (await events(pool, claim.job_id))[-1]
@@ -234,9 +256,12 @@ async def test_reaper_routes_expired_leases_by_policy(store: JobStore, pool: asy
     without lookup -> unknown; out of attempts -> failed; cancelling -> cancelled (forced)."""
     retry = await submit_and_claim(store)
     blind = await submit_and_claim(store)
-    await pool.execute("INSERT INTO effect (job_id, attempt_id, key, status, has_lookup) "
-                       "VALUES ($1, $2, 'charge', 'intent', false)", blind.job_id,
-                       blind.attempt_id)
+    await pool.execute(
+        "INSERT INTO effect (job_id, attempt_id, key, status, has_lookup) "
+        "VALUES ($1, $2, 'charge', 'intent', false)",
+        blind.job_id,
+        blind.attempt_id,
+    )
     cancelling = await submit_and_claim(store)
     await store.cancel(cancelling.public_id, by="a")
     last = await submit_and_claim(store)
@@ -265,8 +290,9 @@ async def test_unacknowledged_cancel_is_forced_after_the_grace(
     claim = await submit_and_claim(store)
     await store.cancel(claim.public_id, by="a")
     assert await store.reap(cancel_grace_seconds=60) == {}
-    await pool.execute("UPDATE job SET cancel_requested_at = now() - interval '61 s' "
-                       "WHERE id = $1", claim.job_id)
+    await pool.execute(
+        "UPDATE job SET cancel_requested_at = now() - interval '61 s' WHERE id = $1", claim.job_id
+    )
     assert await store.reap(cancel_grace_seconds=60) == {"cancel_forced": 1}
     job = await store.get(claim.public_id)
     assert (job.state, job.reason) == (State.CANCELLED, "forced")
@@ -298,17 +324,28 @@ async def test_resolve_unknown_by_operator_and_requester_rules(
     claim = await submit_and_claim(store)
     await store.finish_one(Finish(claim.job_id, claim.attempt_id, "unknown"))
     with pytest.raises(NotAllowed):
-        await store.resolve(claim.public_id, actor=Actor.REQUESTER, outcome="succeeded",
-                            note="I checked", by="alice")
-    job = await store.resolve(claim.public_id, actor=Actor.OPERATOR, outcome="retry",
-                              note="charge not found at provider", by="op")
+        await store.resolve(
+            claim.public_id,
+            actor=Actor.REQUESTER,
+            outcome="succeeded",
+            note="I checked",
+            by="alice",
+        )
+    job = await store.resolve(
+        claim.public_id,
+        actor=Actor.OPERATOR,
+        outcome="retry",
+        note="charge not found at provider",
+        by="op",
+    )
     assert job.state is State.QUEUED
     last = (await events(pool, claim.job_id))[-1]
     assert last["actor"] == "operator"
     assert last["data"]["note"] == "charge not found at provider"
     with pytest.raises(IllegalTransition):
-        await store.resolve(claim.public_id, actor=Actor.OPERATOR, outcome="failed",
-                            note="x", by="op")
+        await store.resolve(
+            claim.public_id, actor=Actor.OPERATOR, outcome="failed", note="x", by="op"
+        )
 
 
 async def test_outbox_rows_only_for_jobs_with_an_origin(
@@ -320,22 +357,27 @@ async def test_outbox_rows_only_for_jobs_with_an_origin(
     assert await pool.fetchval("SELECT count(*) FROM outbox WHERE job_id = $1", plain.id) == 0
     claim = await submit_and_claim(store)
     await store.finish_one(Finish(claim.job_id, claim.attempt_id, "succeeded", result={}))
-    payloads = await pool.fetch("SELECT payload, event_id FROM outbox WHERE job_id = $1 "
-                                "ORDER BY id", claim.job_id)
+    payloads = await pool.fetch(
+        "SELECT payload, event_id FROM outbox WHERE job_id = $1 ORDER BY id", claim.job_id
+    )
     assert [p["payload"]["to"] for p in payloads] == ["queued", "running", "succeeded"]
     assert all(p["event_id"] is not None for p in payloads)
 
 
 async def test_errors_are_stored_redacted(store: JobStore, pool: asyncpg.Pool) -> None:
     """An error carrying a credential is stored with the credential removed."""
-    from jobs.store import redact_error
+    from jobs.engine.store import redact_error
 
-    err = redact_error(RuntimeError(
-        "connect postgresql://bob:hunter2@db/x failed; Authorization: Bearer abcdefghijkl"))
+    err = redact_error(
+        RuntimeError(
+            "connect postgresql://bob:hunter2@db/x failed; Authorization: Bearer abcdefghijkl"
+        )
+    )
     assert "hunter2" not in err["message"]
     assert "abcdefghijkl" not in err["message"]
     claim = await submit_and_claim(store)
-    await store.finish_one(Finish(claim.job_id, claim.attempt_id, "failed", error=err,
-                                  reason="error"))
+    await store.finish_one(
+        Finish(claim.job_id, claim.attempt_id, "failed", error=err, reason="error")
+    )
     stored = await pool.fetchval("SELECT error::text FROM job WHERE id = $1", claim.job_id)
     assert "hunter2" not in stored

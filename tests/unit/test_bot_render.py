@@ -13,51 +13,88 @@ import pytest
 from bot import render
 from bot.commands import parse_params
 from bot.queries import bot_queries
-from jobs.model import EventView, JobStatus, JobView
-from jobs.outbox import OutboxRow
-from jobs.state import State
+from jobs.engine.model import EventView, JobStatus, JobView
+from jobs.engine.outbox import OutboxRow
+from jobs.engine.state import State
 
 T0 = datetime(2026, 8, 20, 12, 0, tzinfo=UTC)
 
 
 def job(state: State, **changes: Any) -> JobView:
     values: dict[str, Any] = dict(
-        id=1, public_id="k7m2x9qa", kind="demo", params={}, requester="discord:1",
-        origin={"transport": "discord", "user_id": "42", "task": "count"}, origin_group="9",
-        state=state, reason=None, result=None, error=None, attempts=1, max_attempts=3,
-        current_attempt_id=None, run_at=T0, deadline_at=None, cancel_requested_at=None,
-        cancel_requested_by=None, cancel_reason=None, progress=None, usage={},
-        created_at=T0, updated_at=T0, started_at=T0 + timedelta(seconds=1), finished_at=None,
+        id=1,
+        public_id="k7m2x9qa",
+        kind="demo",
+        params={},
+        requester="discord:1",
+        origin={"transport": "discord", "user_id": "42", "task": "count"},
+        origin_group="9",
+        state=state,
+        reason=None,
+        result=None,
+        error=None,
+        attempts=1,
+        max_attempts=3,
+        current_attempt_id=None,
+        run_at=T0,
+        deadline_at=None,
+        cancel_requested_at=None,
+        cancel_requested_by=None,
+        cancel_reason=None,
+        progress=None,
+        usage={},
+        created_at=T0,
+        updated_at=T0,
+        started_at=T0 + timedelta(seconds=1),
+        finished_at=None,
     )
     values.update(changes)
     return JobView(**values)
 
 
 def row(to: str, reason: str | None = None) -> OutboxRow:
-    return OutboxRow(id=7, job_id=1, event_id=3, topic="transition",
-                     payload={"from": "running", "to": to, "reason": reason}, attempts=1,
-                     created_at=T0, delivered_at=None, dead_at=None, last_error=None,
-                     external_id=None)
+    return OutboxRow(
+        id=7,
+        job_id=1,
+        event_id=3,
+        topic="transition",
+        payload={"from": "running", "to": to, "reason": reason},
+        attempts=1,
+        created_at=T0,
+        delivered_at=None,
+        dead_at=None,
+        last_error=None,
+        external_id=None,
+    )
 
 
 @pytest.mark.parametrize("state", list(State))
 def test_every_state_renders_its_name_and_id_and_only_live_ones_can_be_cancelled(
     state: State,
 ) -> None:
-    finished = T0 + timedelta(seconds=5) if state in {State.SUCCEEDED, State.FAILED,
-                                                      State.CANCELLED} else None
-    shown = render.progress(JobStatus(job(state, finished_at=finished)), task="count",
-                            may_resolve=False)
-    assert shown.content.splitlines()[0] == \
-        f"{render.ICONS[state]} **{state.value}** · `k7m2x9qa` · demo"
+    finished = (
+        T0 + timedelta(seconds=5)
+        if state in {State.SUCCEEDED, State.FAILED, State.CANCELLED}
+        else None
+    )
+    shown = render.progress(
+        JobStatus(job(state, finished_at=finished)), task="count", may_resolve=False
+    )
+    assert (
+        shown.content.splitlines()[0]
+        == f"{render.ICONS[state]} **{state.value}** · `k7m2x9qa` · demo"
+    )
     assert shown.cancellable == (state in {State.QUEUED, State.RUNNING})
     assert len(shown.content) <= 2000
 
 
 def test_running_shows_step_progress_bar_and_budget_use() -> None:
     status = JobStatus(
-        job(State.RUNNING, progress={"done": 2, "total": 5, "note": "step 2 of 5"},
-            usage={"tokens": 1234, "tool_calls": 2, "steps": 2}),
+        job(
+            State.RUNNING,
+            progress={"done": 2, "total": 5, "note": "step 2 of 5"},
+            usage={"tokens": 1234, "tool_calls": 2, "steps": 2},
+        ),
         steps=[{"number": 3, "name": "step 3", "outcome": None}],
     )
     content = render.progress(status, task="", may_resolve=False).content
@@ -67,18 +104,21 @@ def test_running_shows_step_progress_bar_and_budget_use() -> None:
 
 
 def test_a_retry_wait_and_unknown_say_what_happens_next() -> None:
-    wait = render.progress(JobStatus(job(State.QUEUED, reason="lease expired; retrying")),
-                           task="", may_resolve=False).content
+    wait = render.progress(
+        JobStatus(job(State.QUEUED, reason="lease expired; retrying")), task="", may_resolve=False
+    ).content
     assert "Retry 2 of 3 <t:" in wait
     assert "last try: lease expired; retrying" in wait
-    unknown = render.progress(JobStatus(job(State.UNKNOWN, reason="worker lost")), task="",
-                              may_resolve=True).content
+    unknown = render.progress(
+        JobStatus(job(State.UNKNOWN, reason="worker lost")), task="", may_resolve=True
+    ).content
     assert "`/job resolve k7m2x9qa`" in unknown
 
 
 def test_user_text_is_inert_and_cut() -> None:
-    shown = render.progress(JobStatus(job(State.QUEUED)), task="@everyone **x** " + "y" * 5000,
-                            may_resolve=False).content
+    shown = render.progress(
+        JobStatus(job(State.QUEUED)), task="@everyone **x** " + "y" * 5000, may_resolve=False
+    ).content
     assert "@everyone" not in shown.replace("@\u200beveryone", "")
     assert "\\*\\*x\\*\\*" in shown
     assert len(shown) <= 2000
@@ -90,21 +130,33 @@ def test_a_notice_mentions_the_requester_with_the_outcome() -> None:
     text = render.notice(done, row("succeeded"), 42)
     assert text.startswith("<@42> ✅ Job `k7m2x9qa` **succeeded** after 3.0 s")
     assert 'Result: `{"ok": true}`' in text
-    failed = render.notice(job(State.FAILED, finished_at=T0 + timedelta(seconds=2)),
-                           row("failed", "boom"), 42)
+    failed = render.notice(
+        job(State.FAILED, finished_at=T0 + timedelta(seconds=2)), row("failed", "boom"), 42
+    )
     assert failed.endswith("**failed** after 1.0 s: boom")
 
 
 def test_the_status_page_shows_events_and_dead_letters() -> None:
     status = JobStatus(
         job(State.SUCCEEDED, finished_at=T0 + timedelta(seconds=3)),
-        events=[EventView(1, None, State.QUEUED, "requester", None, "submitted", T0, None,
-                          False),
-                EventView(2, State.QUEUED, State.RUNNING, "worker", 1, None, T0, None, False)],
+        events=[
+            EventView(1, None, State.QUEUED, "requester", None, "submitted", T0, None, False),
+            EventView(2, State.QUEUED, State.RUNNING, "worker", 1, None, T0, None, False),
+        ],
     )
-    dead = OutboxRow(id=8, job_id=1, event_id=3, topic="transition",
-                     payload={"to": "succeeded"}, attempts=6, created_at=T0, delivered_at=None,
-                     dead_at=T0, last_error="403 50013: Missing Permissions", external_id=None)
+    dead = OutboxRow(
+        id=8,
+        job_id=1,
+        event_id=3,
+        topic="transition",
+        payload={"to": "succeeded"},
+        attempts=6,
+        created_at=T0,
+        delivered_at=None,
+        dead_at=T0,
+        last_error="403 50013: Missing Permissions",
+        external_id=None,
+    )
     page = render.status_page(status, task="count", thread_id="55", deliveries=[dead])
     assert "Thread: <#55>" in page
     assert "⚠️ Notice (succeeded) not delivered: 403 50013: Missing Permissions" in page
@@ -119,8 +171,11 @@ def test_durations_and_bars_read_naturally() -> None:
 
 
 def test_params_parse_json_values_and_refuse_junk() -> None:
-    assert parse_params('steps=3 note="two words" flag=true') == \
-        {"steps": 3, "note": "two words", "flag": True}
+    assert parse_params('steps=3 note="two words" flag=true') == {
+        "steps": 3,
+        "note": "two words",
+        "flag": True,
+    }
     for junk in ['"open', "=1", "steps", "a-b=1", "x" * 2000]:
         with pytest.raises(ValueError):  # noqa: PT011 - each has its own message
             parse_params(junk)

@@ -6,7 +6,7 @@ import ast
 import re
 from pathlib import Path
 
-from jobs.queries import queries
+from jobs.engine.queries import queries
 
 
 def _imports(path: Path) -> set[str]:
@@ -39,7 +39,7 @@ def test_the_emulator_never_imports_errand() -> None:
 
 
 def test_every_named_query_used_in_code_exists() -> None:
-    """Every q("name") in the code names a query in jobs/sql/*.sql, and none is unused."""
+    """Every q("name") in the code names a query in jobs/engine/sql/*.sql, and none is unused."""
     used: set[str] = set()
     for path in [*Path("jobs").rglob("*.py"), *Path("bot").rglob("*.py")]:
         used |= set(re.findall(r'\bq\("([a-z_]+)"\)', path.read_text()))

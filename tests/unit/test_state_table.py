@@ -1,4 +1,4 @@
-"""The transition table in jobs/state.py against an independent one written here by hand."""
+"""The transition table in jobs/engine/state.py against an independent one written here by hand."""
 
 from __future__ import annotations
 
@@ -8,7 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from jobs.state import LIVE, TERMINAL, TRANSITIONS, Actor, State, allowed, check_moves, sources
+from jobs.engine.state import (
+    LIVE,
+    TERMINAL,
+    TRANSITIONS,
+    Actor,
+    State,
+    allowed,
+    check_moves,
+    sources,
+)
 
 # Written independently from the issue's rules, not copied from the code: (state, actor) -> next.
 EXPECTED: dict[tuple[str, str], set[str]] = {
@@ -34,9 +43,7 @@ for terminal in ("succeeded", "failed", "cancelled"):
         EXPECTED[(terminal, actor)] = set()
 
 
-@pytest.mark.parametrize(
-    ("state", "actor", "target"), list(itertools.product(State, Actor, State))
-)
+@pytest.mark.parametrize(("state", "actor", "target"), list(itertools.product(State, Actor, State)))
 def test_every_state_actor_target_matches_the_independent_table(
     state: State, actor: Actor, target: State
 ) -> None:
@@ -48,9 +55,15 @@ def test_every_state_actor_target_matches_the_independent_table(
 def test_the_state_list_is_complete() -> None:
     """Exactly the seven documented states exist, each with a docstring saying who moves it."""
     assert {s.value for s in State} == {
-        "queued", "running", "cancelling", "succeeded", "failed", "cancelled", "unknown"
+        "queued",
+        "running",
+        "cancelling",
+        "succeeded",
+        "failed",
+        "cancelled",
+        "unknown",
     }
-    source = Path("jobs/state.py").read_text()
+    source = Path("jobs/engine/state.py").read_text()
     for state in State:
         assert re.search(rf'{state.name} = "{state.value}"\n    """', source), state
 

@@ -1,5 +1,6 @@
 """How the worker runs one handler: inside the job's wall-time bound, and how its end becomes a
-:class:`~jobs.store.Finish` (the worker records it through the store and the transition table).
+:class:`~jobs.engine.store.Finish` (the worker records it through the store and the
+transition table).
 
 | the handler...                         | the attempt ends as                                |
 |----------------------------------------|----------------------------------------------------|
@@ -20,13 +21,13 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from jobs.budget import BudgetExceeded
-from jobs.context import Context, JobCancelled
-from jobs.effect import EffectInDoubt
-from jobs.kinds import Kind
-from jobs.model import Claim
-from jobs.step import LeaseLost
-from jobs.store import Finish, backoff, redact_error
+from jobs.engine.model import Claim
+from jobs.engine.store import Finish, backoff, redact_error
+from jobs.runtime.budget import BudgetExceeded
+from jobs.runtime.context import Context, JobCancelled
+from jobs.runtime.effect import EffectInDoubt
+from jobs.runtime.registry import Kind
+from jobs.runtime.step import LeaseLost
 
 # How json.dumps writes a NUL (an escape not itself escaped), which jsonb refuses.
 _NUL_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
@@ -58,8 +59,13 @@ async def execute(
     except BudgetExceeded as exc:
         await ctx.flush()
         ctx.log.warning("job.budget_exceeded", bound=exc.bound, used=exc.used, limit=exc.limit)
-        error: dict[str, object] = {"type": "BudgetExceeded", "message": str(exc),
-                                    "bound": exc.bound, "used": exc.used, "limit": exc.limit}
+        error: dict[str, object] = {
+            "type": "BudgetExceeded",
+            "message": str(exc),
+            "bound": exc.bound,
+            "used": exc.used,
+            "limit": exc.limit,
+        }
         return Finish(*ids, "failed", error=error, reason=str(exc))
     except EffectInDoubt as exc:
         await ctx.flush()
@@ -87,8 +93,9 @@ async def execute(
         # finish, taking the other outcomes of the batch (and the flush loop) down with it.
         ctx.log.warning("job.result_unstorable", error=refused)
         message = f"result cannot be stored as JSON: {refused}"
-        return Finish(*ids, "failed", error={"type": "UnstorableResult", "message": message},
-                      reason=message)
+        return Finish(
+            *ids, "failed", error={"type": "UnstorableResult", "message": message}, reason=message
+        )
     return Finish(*ids, "succeeded", result=result)
 
 

@@ -1,7 +1,8 @@
 """Job states, actors and the transition table: the one authority for how a job's state changes.
 
-Every state change in Errand goes through :func:`jobs.transition.transition`, which checks the
-move against :data:`TRANSITIONS` and derives the compare-and-set ``WHERE state = ANY(...)`` of its
+Every state change in Errand goes through :func:`jobs.engine.transition.transition`, which checks
+the move against :data:`TRANSITIONS` and derives the compare-and-set
+``WHERE state = ANY(...)`` of its
 ``UPDATE`` from it. The PostgreSQL enum and ``docs/state-machine.md`` are checked against this
 module by tests.
 """

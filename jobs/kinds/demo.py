@@ -8,9 +8,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from jobs.context import Context
-from jobs.kinds import kind
-from jobs.runtime import JobFailed
+from jobs.runtime.context import Context
+from jobs.runtime.execute import JobFailed
+from jobs.runtime.registry import kind
 
 
 class DemoParams(BaseModel):

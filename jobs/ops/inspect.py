@@ -1,6 +1,7 @@
 """Operator functions behind ``errand job show``, ``errand outbox ...`` and ``errand prune``.
 
-None of them changes a job's state (state changes go through :mod:`jobs.transition`): they read
+None of them changes a job's state (state changes go through :mod:`jobs.engine.transition`):
+they read
 a job's whole record, give dead-lettered notices another delivery, and delete finished jobs that
 the retention policy lets go.
 
@@ -25,11 +26,11 @@ from typing import Any
 
 import asyncpg
 
+from jobs.engine.model import JobStatus, jsonable
+from jobs.engine.queries import q
+from jobs.engine.state import TERMINAL
+from jobs.engine.store import JobStore
 from jobs.logs import get_logger
-from jobs.model import JobStatus, jsonable
-from jobs.queries import q
-from jobs.state import TERMINAL
-from jobs.store import JobStore
 
 log = get_logger("ops")
 
@@ -94,41 +95,77 @@ async def timeline(store: JobStore, public_id: str) -> Timeline:
     entries: list[Entry] = []
     for ev in status.events:
         mark = " (ignored: stale write)" if ev.ignored else ""
-        entries.append(Entry(ev.at, "event", f"{ev.from_state or '-'} -> {ev.to_state} by "
-                             f"{ev.actor}{mark}" + (f": {ev.reason}" if ev.reason else "")))
+        entries.append(
+            Entry(
+                ev.at,
+                "event",
+                f"{ev.from_state or '-'} -> {ev.to_state} by "
+                f"{ev.actor}{mark}" + (f": {ev.reason}" if ev.reason else ""),
+            )
+        )
     for a in status.attempts:
         entries.append(Entry(a.started_at, "attempt", f"attempt {a.number} started on {a.worker}"))
         if a.ended_at is not None:
             entries.append(Entry(a.ended_at, "attempt", f"attempt {a.number} ended: {a.outcome}"))
         else:
-            entries.append(Entry(a.heartbeat_at, "attempt",
-                                 f"attempt {a.number} last heartbeat; lease until "
-                                 f"{a.lease_expires_at.isoformat()}"))
+            entries.append(
+                Entry(
+                    a.heartbeat_at,
+                    "attempt",
+                    f"attempt {a.number} last heartbeat; lease until "
+                    f"{a.lease_expires_at.isoformat()}",
+                )
+            )
     for st in status.steps:
-        entries.append(Entry(datetime.fromisoformat(st["started_at"]), "step",
-                             f"step {st['number']} {st['name']} started"))
+        entries.append(
+            Entry(
+                datetime.fromisoformat(st["started_at"]),
+                "step",
+                f"step {st['number']} {st['name']} started",
+            )
+        )
         if st["ended_at"]:
-            entries.append(Entry(datetime.fromisoformat(st["ended_at"]), "step",
-                                 f"step {st['number']} {st['name']}: {st['outcome']}"
-                                 + (f" ({st['error']})" if st["error"] else "")))
+            entries.append(
+                Entry(
+                    datetime.fromisoformat(st["ended_at"]),
+                    "step",
+                    f"step {st['number']} {st['name']}: {st['outcome']}"
+                    + (f" ({st['error']})" if st["error"] else ""),
+                )
+            )
     for e in effects:
         entries.append(Entry(e["created_at"], "effect", f"effect {e['key']}: intent recorded"))
         if e["completed_at"] is not None:
             entries.append(Entry(e["completed_at"], "effect", f"effect {e['key']}: {e['status']}"))
     for n in notices:
-        entries.append(Entry(n["created_at"], "notice",
-                             f"notice {n['id']} ({n['topic']} -> {n['payload'].get('to')}) queued"))
+        entries.append(
+            Entry(
+                n["created_at"],
+                "notice",
+                f"notice {n['id']} ({n['topic']} -> {n['payload'].get('to')}) queued",
+            )
+        )
         if n["delivered_at"] is not None:
-            entries.append(Entry(n["delivered_at"], "notice", f"notice {n['id']} delivered"
-                                 + (f" as {n['external_id']}" if n["external_id"] else "")))
+            entries.append(
+                Entry(
+                    n["delivered_at"],
+                    "notice",
+                    f"notice {n['id']} delivered"
+                    + (f" as {n['external_id']}" if n["external_id"] else ""),
+                )
+            )
         elif n["dead_at"] is not None:
-            entries.append(Entry(n["dead_at"], "notice",
-                                 f"notice {n['id']} dead-lettered after {n['attempts']} "
-                                 f"attempts: {n['last_error']}"))
+            entries.append(
+                Entry(
+                    n["dead_at"],
+                    "notice",
+                    f"notice {n['id']} dead-lettered after {n['attempts']} "
+                    f"attempts: {n['last_error']}",
+                )
+            )
     order = {"event": 0, "attempt": 1, "step": 2, "effect": 3, "notice": 4}
     entries.sort(key=lambda e: (e.at, order[e.what]))
-    return Timeline(status, [jsonable(e) for e in effects], [jsonable(n) for n in notices],
-                    entries)
+    return Timeline(status, [jsonable(e) for e in effects], [jsonable(n) for n in notices], entries)
 
 
 # -- the outbox's dead letters ---------------------------------------------------------------
@@ -190,8 +227,12 @@ class Pruned:
     dry_run: bool
 
     def to_json(self) -> dict[str, Any]:
-        return {"pruned": self.jobs, "jobs": self.public_ids, "files_removed": self.files_removed,
-                "dry_run": self.dry_run}
+        return {
+            "pruned": self.jobs,
+            "jobs": self.public_ids,
+            "files_removed": self.files_removed,
+            "dry_run": self.dry_run,
+        }
 
 
 def _remove_files(paths: list[str]) -> int:
@@ -232,15 +273,17 @@ async def prune(
     """
     terminal = sorted(s.value for s in TERMINAL)
     if dry_run:
-        rows = await pool.fetch(q("job_prunable"), older_than_seconds, with_dead_notices,
-                                terminal, None)
+        rows = await pool.fetch(
+            q("job_prunable"), older_than_seconds, with_dead_notices, terminal, None
+        )
         return Pruned(len(rows), [r["public_id"] for r in rows[:100]], 0, True)
     total, files = 0, 0
     names: list[str] = []
     while True:
         async with pool.acquire() as conn, conn.transaction():
-            rows = await conn.fetch(q("job_prunable"), older_than_seconds, with_dead_notices,
-                                    terminal, batch)
+            rows = await conn.fetch(
+                q("job_prunable"), older_than_seconds, with_dead_notices, terminal, batch
+            )
             if not rows:
                 break
             deleted = await conn.fetch(q("job_delete_many"), [r["id"] for r in rows], terminal)

@@ -15,13 +15,13 @@ from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 
-from jobs.app import Engine, open_engine, stop_on_signals
+from jobs.engine.state import Actor, State
 from jobs.errors import ErrandError
-from jobs.health import serve_health, worker_check
 from jobs.logs import configure
+from jobs.ops.app import Engine, open_engine, stop_on_signals
+from jobs.ops.health import serve_health, worker_check
+from jobs.runtime.worker import Worker
 from jobs.settings import Settings
-from jobs.state import Actor, State
-from jobs.worker import Worker
 
 T = TypeVar("T")
 
@@ -82,7 +82,7 @@ def parse_params(pairs: list[str]) -> dict[str, Any]:
 @app.command()
 def migrate() -> None:
     """Apply pending database migrations."""
-    from jobs.migrate import migrate as run_migrations
+    from jobs.engine.migrate import migrate as run_migrations
 
     async def go(engine: Engine) -> list[str]:
         async with engine.pool.acquire() as conn:
@@ -104,10 +104,20 @@ def worker(
     async def main() -> None:
         stop, hard = stop_on_signals()
         async with open_engine(settings, pool_max=settings.db.pool_max) as engine:
-            runner = Worker(engine.store, engine.registry, settings.worker, dsn=engine.dsn,
-                            budget=settings.budget.budget(), assets_dir=settings.assets_dir)
-            async with serve_health(settings.health, engine.pool, kinds=engine.registry.names(),
-                                    checks={"worker": worker_check(runner, stop)}):
+            runner = Worker(
+                engine.store,
+                engine.registry,
+                settings.worker,
+                dsn=engine.dsn,
+                budget=settings.budget.budget(),
+                assets_dir=settings.assets_dir,
+            )
+            async with serve_health(
+                settings.health,
+                engine.pool,
+                kinds=engine.registry.names(),
+                checks={"worker": worker_check(runner, stop)},
+            ):
                 await runner.run(stop, hard)
 
     asyncio.run(main())
@@ -140,8 +150,9 @@ def job_status(job_id: str, as_json: JsonOpt = False) -> None:
     status = with_engine(lambda e: e.store.status(job_id))
     out = status.to_json()
     job = status.job
-    lines = [f"{job.public_id} {job.kind} {job.state.value}"
-             + (f" ({job.reason})" if job.reason else "")]
+    lines = [
+        f"{job.public_id} {job.kind} {job.state.value}" + (f" ({job.reason})" if job.reason else "")
+    ]
     if job.progress:
         p = job.progress
         lines.append(f"progress: {p.get('done')}/{p.get('total')} {p.get('note') or ''}".rstrip())
@@ -149,14 +160,18 @@ def job_status(job_id: str, as_json: JsonOpt = False) -> None:
     if job.usage:
         lines.append("usage: " + ", ".join(f"{k} {v}" for k, v in job.usage.items() if v))
     for st in status.steps:
-        lines.append(f"  step {st['number']} {st['name']}: {st['outcome'] or 'running'}"
-                     + (f" ({st['error']})" if st["error"] else ""))
+        lines.append(
+            f"  step {st['number']} {st['name']}: {st['outcome'] or 'running'}"
+            + (f" ({st['error']})" if st["error"] else "")
+        )
     for asset in status.assets:
         lines.append(f"  asset {asset['name']} ({asset['size']} bytes)")
     for ev in status.events:
         mark = " (ignored)" if ev.ignored else ""
-        lines.append(f"  {ev.at:%H:%M:%S} {ev.from_state or '-'} -> {ev.to_state} "
-                     f"by {ev.actor}{mark}" + (f": {ev.reason}" if ev.reason else ""))
+        lines.append(
+            f"  {ev.at:%H:%M:%S} {ev.from_state or '-'} -> {ev.to_state} "
+            f"by {ev.actor}{mark}" + (f": {ev.reason}" if ev.reason else "")
+        )
     emit(out, as_json, "\n".join(lines))
 
 
@@ -192,13 +207,21 @@ def job_list(
 
     async def go(engine: Engine) -> Any:
         return await engine.store.list_jobs(
-            states=state, kind=kind, requester=requester, newer_than_seconds=newer_than,
+            states=state,
+            kind=kind,
+            requester=requester,
+            newer_than_seconds=newer_than,
             limit=limit,
         )
 
     jobs = with_engine(go)
-    text = "\n".join(f"{j.public_id} {j.kind:10} {j.state.value:10} {j.created_at:%Y-%m-%d %H:%M}"
-                     for j in jobs) or "no jobs"
+    text = (
+        "\n".join(
+            f"{j.public_id} {j.kind:10} {j.state.value:10} {j.created_at:%Y-%m-%d %H:%M}"
+            for j in jobs
+        )
+        or "no jobs"
+    )
     emit({"jobs": [j.to_json() for j in jobs]}, as_json, text)
 
 
@@ -227,14 +250,16 @@ app.add_typer(outbox_app, name="outbox")
 @job_app.command("show")
 def job_show(job_id: str, as_json: JsonOpt = False) -> None:
     """Show a job's whole timeline: events, attempts, steps, effects and notices."""
-    from jobs.ops import timeline
+    from jobs.ops.inspect import timeline
 
     found = with_engine(lambda e: timeline(e.store, job_id))
     job = found.status.job
-    lines = [f"{job.public_id} {job.kind} {job.state.value}"
-             + (f" ({job.reason})" if job.reason else ""),
-             f"requester: {job.requester}  attempts: {job.attempts}/{job.max_attempts}  "
-             f"created: {job.created_at:%Y-%m-%d %H:%M:%S}"]
+    lines = [
+        f"{job.public_id} {job.kind} {job.state.value}"
+        + (f" ({job.reason})" if job.reason else ""),
+        f"requester: {job.requester}  attempts: {job.attempts}/{job.max_attempts}  "
+        f"created: {job.created_at:%Y-%m-%d %H:%M:%S}",
+    ]
     lines += [f"  {e.at:%Y-%m-%d %H:%M:%S.%f} {e.what:8} {e.text}" for e in found.entries]
     emit(found.to_json(), as_json, "\n".join(lines))
 
@@ -247,16 +272,20 @@ def outbox_list(
     as_json: JsonOpt = False,
 ) -> None:
     """List notices to transports, newest first (dead-lettered ones by default)."""
-    from jobs.ops import list_notices
+    from jobs.ops.inspect import list_notices
 
     wanted = None if status == "all" else status
     rows = with_engine(lambda e: list_notices(e.pool, status=wanted, job=job, limit=limit))
-    text = "\n".join(
-        f"{r['id']} {r['public_id']} {r['topic']}->{(r['payload'] or {}).get('to')} "
-        f"attempts={r['attempts']} "
-        + ("delivered" if r["delivered_at"] else "dead" if r["dead_at"] else "pending")
-        + (f": {r['last_error']}" if r["last_error"] else "")
-        for r in rows) or "no notices"
+    text = (
+        "\n".join(
+            f"{r['id']} {r['public_id']} {r['topic']}->{(r['payload'] or {}).get('to')} "
+            f"attempts={r['attempts']} "
+            + ("delivered" if r["delivered_at"] else "dead" if r["dead_at"] else "pending")
+            + (f": {r['last_error']}" if r["last_error"] else "")
+            for r in rows
+        )
+        or "no notices"
+    )
     emit({"notices": rows}, as_json, text)
 
 
@@ -267,7 +296,7 @@ def outbox_retry(
     as_json: JsonOpt = False,
 ) -> None:
     """Deliver dead-lettered notices again (all named ids must be dead, or nothing changes)."""
-    from jobs.ops import retry_notices
+    from jobs.ops.inspect import retry_notices
 
     if bool(ids) == all_dead:
         fail("name notice ids or pass --all-dead (not both)")
@@ -284,14 +313,15 @@ def prune(
     older_than: Annotated[
         str | None, typer.Option(help="Required: finished longer ago than this (30d, 12h).")
     ] = None,
-    with_dead_notices: Annotated[bool, typer.Option(
-        help="Also prune jobs whose only undelivered notices are dead-lettered.")] = False,
+    with_dead_notices: Annotated[
+        bool, typer.Option(help="Also prune jobs whose only undelivered notices are dead-lettered.")
+    ] = False,
     dry_run: Annotated[bool, typer.Option(help="Count and list; delete nothing.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Delete finished jobs past retention (never live, unknown or undelivered ones)."""
-    from jobs.ops import parse_duration
-    from jobs.ops import prune as run_prune
+    from jobs.ops.inspect import parse_duration
+    from jobs.ops.inspect import prune as run_prune
 
     if older_than is None:
         fail("--older-than is required, e.g. errand prune --older-than 30d")
@@ -299,8 +329,9 @@ def prune(
         seconds = parse_duration(older_than)
     except ValueError as exc:
         fail(str(exc))
-    done = with_engine(lambda e: run_prune(e.pool, seconds, with_dead_notices=with_dead_notices,
-                                           dry_run=dry_run))
+    done = with_engine(
+        lambda e: run_prune(e.pool, seconds, with_dead_notices=with_dead_notices, dry_run=dry_run)
+    )
     verb = "would prune" if dry_run else "pruned"
     emit(done.to_json(), as_json, f"{verb} {done.jobs} job(s)")
 

@@ -16,11 +16,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from jobs.budget import Budget, Meter
-from jobs.command import load_catalog, run_command
-from jobs.context import Context
-from jobs.kinds import kind
-from jobs.runtime import JobFailed
+from jobs.kinds.command import load_catalog, run_command
+from jobs.runtime.budget import Budget, Meter
+from jobs.runtime.context import Context
+from jobs.runtime.execute import JobFailed
+from jobs.runtime.registry import kind
 from jobs.secrets import scrub
 from jobs.settings import AgentSettings
 
@@ -46,13 +46,16 @@ class AgentParams(BaseModel):
         available = load_catalog().agent_tools()
         for name in self.tools or []:
             if name not in available:
-                raise ValueError(f"{name!r} is not an agent tool; available: "
-                                 f"{', '.join(sorted(available)) or 'none'}")
+                raise ValueError(
+                    f"{name!r} is not an agent tool; available: "
+                    f"{', '.join(sorted(available)) or 'none'}"
+                )
         return self
 
 
-@kind("agent", params=AgentParams, retry_safe=False, max_attempts=1,
-      budget=Budget(step_tool_calls=8))
+@kind(
+    "agent", params=AgentParams, retry_safe=False, max_attempts=1, budget=Budget(step_tool_calls=8)
+)
 async def agent(ctx: Context, params: AgentParams) -> dict[str, Any]:
     """Work on a task with a model and the operator's agent tools."""
     from openai import AsyncOpenAI
@@ -78,12 +81,19 @@ async def agent(ctx: Context, params: AgentParams) -> dict[str, Any]:
                 extra: dict[str, Any] = {"tools": [t.tool_schema() for t in tools.values()]}
                 if not tools:
                     extra = {}
-                reply = await ctx.race(client.chat.completions.create(
-                    model=settings.model, messages=messages, **extra  # type: ignore[arg-type]
-                ))
+                reply = await ctx.race(
+                    client.chat.completions.create(
+                        model=settings.model,
+                        messages=messages,
+                        **extra,  # type: ignore[arg-type]
+                    )
+                )
                 if reply.usage is not None:
-                    meter.tokens(reply.usage.prompt_tokens, reply.usage.completion_tokens,
-                                 reply.usage.total_tokens)
+                    meter.tokens(
+                        reply.usage.prompt_tokens,
+                        reply.usage.completion_tokens,
+                        reply.usage.total_tokens,
+                    )
                 message = reply.choices[0].message
                 messages.append(message.model_dump(exclude_none=True))
                 calls = message.tool_calls or []
@@ -118,8 +128,9 @@ async def _run_tool(
     except ValueError as exc:
         return f"error: bad arguments for {name}: {exc}"
     ctx.log.info("agent.tool_call", tool=name, step=meter.name)
-    result = await run_command(ctx, tools[name], args, log_asset=f"tool-{label}-{name}.log",
-                               progress=False)
+    result = await run_command(
+        ctx, tools[name], args, log_asset=f"tool-{label}-{name}.log", progress=False
+    )
     ctx.checkpoint()
     text = "\n".join(result["tail"])
     head = f"exit code {result['exit_code']}" if result["stopped"] is None else result["stopped"]

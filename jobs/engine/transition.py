@@ -1,6 +1,7 @@
 """The one function through which every job state change goes.
 
-:func:`transition` checks the planned moves against :data:`jobs.state.TRANSITIONS`, then writes
+:func:`transition` checks the planned moves against :data:`jobs.engine.state.TRANSITIONS`,
+then writes
 them with one compare-and-set statement (``job_transition`` in ``sql/queries.sql``): the job rows
 are locked, only rows whose current state is a planned source (and, when fenced, whose current
 attempt is the writer) move, and the event, the end of the previous attempt and the outbox row
@@ -15,10 +16,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from jobs import metrics
-from jobs.db import Conn
-from jobs.queries import q
-from jobs.state import Actor, State, check_moves
+from jobs.engine.db import Conn
+from jobs.engine.queries import q
+from jobs.engine.state import Actor, State, check_moves
+from jobs.ops import metrics
 
 Fence = Literal["attempt", "claim", "none"]
 KEEP_REASON = "@keep"

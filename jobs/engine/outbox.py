@@ -19,7 +19,7 @@ from typing import Any
 
 import asyncpg
 
-from jobs.queries import q
+from jobs.engine.queries import q
 
 OUTBOX_CHANNEL = "errand_outbox"
 """NOTIFY channel: a transition wrote an outbox row."""

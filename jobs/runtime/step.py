@@ -3,7 +3,8 @@
 ``async with ctx.step("call model") as meter:`` opens a step (refused once the job was asked to
 stop or its step budget is spent), runs the block under the step's wall-time bound, and records
 the step's end with its usage and outcome. Model and tool code report usage through the
-:class:`~jobs.budget.Meter`, which raises :class:`~jobs.budget.BudgetExceeded` inside the step on
+:class:`~jobs.runtime.budget.Meter`, which raises
+:class:`~jobs.runtime.budget.BudgetExceeded` inside the step on
 the first excess. The job's usage (all attempts together) is written after every step.
 """
 
@@ -15,12 +16,12 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
-from jobs.budget import Budget, BudgetExceeded, Meter, Usage
-from jobs.queries import q
+from jobs.engine.queries import q
+from jobs.runtime.budget import Budget, BudgetExceeded, Meter, Usage
 from jobs.secrets import scrub
 
 if TYPE_CHECKING:
-    from jobs.context import Context
+    from jobs.runtime.context import Context
 
 
 class LeaseLost(Exception):
@@ -52,9 +53,7 @@ class Steps:
             job = await self.job_usage(ctx)
             if budget.job_steps is not None and job.steps + 1 > budget.job_steps:
                 raise BudgetExceeded("job_steps", job.steps + 1, budget.job_steps)
-            row = await ctx.store.pool.fetchrow(
-                q("step_start"), ctx.job_id, ctx.attempt_id, name
-            )
+            row = await ctx.store.pool.fetchrow(q("step_start"), ctx.job_id, ctx.attempt_id, name)
             if row is None:
                 raise LeaseLost(ctx.public_id)
             job.steps += 1  # counted when it starts; its tokens as they are reported
@@ -82,7 +81,7 @@ class Steps:
             outcome = "cancelled"
             raise
         except Exception as exc:
-            from jobs.context import JobCancelled
+            from jobs.runtime.context import JobCancelled
 
             if isinstance(exc, JobCancelled):
                 outcome = "cancelled"

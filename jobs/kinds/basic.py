@@ -6,8 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from jobs.context import Context
-from jobs.kinds import kind
+from jobs.runtime.context import Context
+from jobs.runtime.registry import kind
 
 
 class NoParams(BaseModel):

@@ -36,14 +36,14 @@ from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
 
-from jobs.queries import q
-from jobs.state import State
+from jobs.engine.queries import q
+from jobs.engine.state import State
 
 if TYPE_CHECKING:
     import asyncpg
 
-    from jobs.state import Actor
-    from jobs.transition import Move, Moved
+    from jobs.engine.state import Actor
+    from jobs.engine.transition import Move, Moved
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -142,7 +142,7 @@ NOTICES_DEAD_LETTERED = Counter(
 def transitions_written(
     actor: Actor, fence: str, moves: Sequence[Move], moved: Sequence[Moved]
 ) -> None:
-    """Count what one :func:`jobs.transition.transition` call did (called by it)."""
+    """Count what one :func:`jobs.engine.transition.transition` call did (called by it)."""
     outcome_by_source = {m.source: m.outcome for m in moves}
     for m in moved:
         if m.target is None:
@@ -174,7 +174,7 @@ T = TypeVar("T")
 
 
 def cancel_answered(answer: T) -> T:
-    """Count a cancel's answer (a :class:`jobs.model.CancelOutcome`) and pass it through."""
+    """Count a cancel's answer (a :class:`jobs.engine.model.CancelOutcome`) and pass it through."""
     CANCELS.labels(str(getattr(answer, "outcome", "unknown"))).inc()
     return answer
 
@@ -257,7 +257,8 @@ class DatabaseCollector(Collector):
             "errand_jobs", "Jobs in the database by state and kind.", labels=["state", "kind"]
         )
         counts: Mapping[tuple[str, str], int] = {
-            **{(s.value, k): 0 for s in State for k in self.kinds}, **snap.jobs
+            **{(s.value, k): 0 for s in State for k in self.kinds},
+            **snap.jobs,
         }
         for (state, kind), count in sorted(counts.items()):
             jobs.add_metric([state, kind], float(count))

@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
-from jobs.budget import Budget
 from jobs.errors import InvalidParams, UnknownKind
+from jobs.runtime.budget import Budget
 
 if TYPE_CHECKING:
-    from jobs.context import Context
+    from jobs.runtime.context import Context
 
 Handler = Callable[["Context", Any], Awaitable[Any]]
 ENTRY_POINT_GROUP = "errand.kinds"
@@ -138,21 +138,3 @@ def kind(
         return handler
 
     return register
-
-
-def default_registry(extra: str | Sequence[str] = ()) -> Registry:
-    """The registry with Errand's built-in kinds, every installed entry point, and ``extra``.
-
-    Args:
-        extra: modules to import for their ``@kind`` decorators (``ERRAND_EXTRA_KINDS``, comma
-            separated), e.g. a test suite's kinds loaded into a worker subprocess.
-    """
-    import jobs.builtin  # registers noop and sleep
-    import jobs.kinds_builtin  # noqa: F401  (registers demo, command and agent)
-
-    registry.load_entry_points()
-    names = extra.split(",") if isinstance(extra, str) else extra
-    for module in (n.strip() for n in names):
-        if module:
-            importlib.import_module(module)
-    return registry

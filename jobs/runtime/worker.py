@@ -21,16 +21,16 @@ from typing import Any
 import asyncpg
 import structlog
 
-from jobs import metrics
-from jobs.budget import Budget
-from jobs.context import Context
-from jobs.db import UNAVAILABLE, connect
-from jobs.kinds import Registry
+from jobs.engine.db import UNAVAILABLE, connect
+from jobs.engine.model import Claim
+from jobs.engine.store import Finish, JobStore
 from jobs.logs import get_logger
-from jobs.model import Claim
-from jobs.runtime import execute
+from jobs.ops import metrics
+from jobs.runtime.budget import Budget
+from jobs.runtime.context import Context
+from jobs.runtime.execute import execute
+from jobs.runtime.registry import Registry
 from jobs.settings import BudgetSettings, WorkerSettings, default_data_dir
-from jobs.store import Finish, JobStore
 
 log = get_logger("worker")
 
@@ -309,8 +309,13 @@ class Worker:
                 self._finished.append(finish)  # the outage path retries it
                 self._flush.set()
             except Exception as exc:
-                log.error("worker.finish_refused", job_id=finish.job_id,
-                          attempt_id=finish.attempt_id, outcome=finish.outcome, error=str(exc))
+                log.error(
+                    "worker.finish_refused",
+                    job_id=finish.job_id,
+                    attempt_id=finish.attempt_id,
+                    outcome=finish.outcome,
+                    error=str(exc),
+                )
 
     def _drain(self) -> list[Finish]:
         batch, self._finished = self._finished, []
@@ -345,8 +350,11 @@ class Worker:
             # Cancelled by the runtime: after the shutdown grace we release the lease; when the
             # lease was lost there is nothing left to record.
             if ctx.stop_reason != "lost":
-                finish = Finish(claim.job_id, claim.attempt_id,
-                                "released" if ctx.stop_reason == "shutdown" else "cancelled")
+                finish = Finish(
+                    claim.job_id,
+                    claim.attempt_id,
+                    "released" if ctx.stop_reason == "shutdown" else "cancelled",
+                )
         finally:
             self.running.pop(claim.attempt_id, None)
             metrics.attempt_ended(claim.kind, finish.outcome if finish else None, started)
@@ -355,8 +363,11 @@ class Worker:
                 self._flush.set()
 
     async def _execute(self, claim: Claim, ctx: Context) -> Finish:
-        # Budgets, effects in doubt and failures map to outcomes in jobs/runtime.py.
+        # Budgets, effects in doubt and failures map to outcomes in jobs/runtime/execute.py.
         return await execute(
-            self.registry.get(claim.kind), claim, ctx,
-            retry_base=self.settings.retry_base_seconds, retry_cap=self.settings.retry_cap_seconds,
+            self.registry.get(claim.kind),
+            claim,
+            ctx,
+            retry_base=self.settings.retry_base_seconds,
+            retry_cap=self.settings.retry_cap_seconds,
         )

@@ -1,4 +1,4 @@
-"""Named runtime SQL: ``jobs/sql/*.sql`` loaded once into a mapping of name -> query text."""
+"""Named runtime SQL: ``jobs/engine/sql/*.sql`` loaded once into a mapping of name -> query text."""
 
 from __future__ import annotations
 

@@ -10,11 +10,12 @@ from dataclasses import dataclass
 
 import asyncpg
 
-from jobs.db import create_pool, resolve_dsn
-from jobs.kinds import Registry, default_registry
-from jobs.migrate import migrate
+from jobs.engine.db import create_pool, resolve_dsn
+from jobs.engine.migrate import migrate
+from jobs.engine.store import JobStore, Quotas
+from jobs.kinds import default_registry
+from jobs.runtime.registry import Registry
 from jobs.settings import Settings
-from jobs.store import JobStore, Quotas
 
 
 @dataclass

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from jobs.db import Conn
+from jobs.engine.db import Conn
 from jobs.logs import get_logger
 
 log = get_logger("migrate")
@@ -33,7 +33,7 @@ class Migration:
 def migrations_dir() -> Path:
     """The migrations folder: the checkout's top level, or the copy packed inside a wheel."""
     here = Path(__file__).resolve().parent
-    for candidate in (here.parent / "migrations", here / "_migrations"):
+    for candidate in (here.parent.parent / "migrations", here.parent / "_migrations"):
         if candidate.is_dir():
             return candidate
     raise FileNotFoundError("no migrations directory found")

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from jobs.context import Context
+    from jobs.runtime.context import Context
 
 OnLine = Callable[[int, str], Awaitable[None]]
 
@@ -111,8 +111,9 @@ async def run_process(
     reader = asyncio.create_task(pump())
     stop = asyncio.create_task(ctx.cancelled.wait())
     try:
-        done, _ = await asyncio.wait({reader, stop}, timeout=time_limit,
-                                     return_when=asyncio.FIRST_COMPLETED)
+        done, _ = await asyncio.wait(
+            {reader, stop}, timeout=time_limit, return_when=asyncio.FIRST_COMPLETED
+        )
         if reader not in done:
             stopped = "cancelled" if stop in done else "timeout"
             ctx.log.info("process.stopping", pid=proc.pid, why=stopped)

@@ -6,7 +6,7 @@
   their own with :meth:`HealthServer.add_check` (the bot registers ``gateway``); the worker adds
   ``worker`` (claiming, not draining).
 - ``/metrics`` — Prometheus text: this process's metrics and the database gauges read at scrape
-  time (see :mod:`jobs.metrics`).
+  time (see :mod:`jobs.ops.metrics`).
 
 Configured by ``ERRAND_HEALTH_PORT`` (unset: off; 0: any free port) and ``ERRAND_HEALTH_HOST``.
 Start it with :func:`serve_health`.
@@ -23,14 +23,14 @@ from typing import TYPE_CHECKING
 import asyncpg
 from aiohttp import web
 
-from jobs import metrics
+from jobs.engine.migrate import pending
 from jobs.logs import get_logger
-from jobs.migrate import pending
+from jobs.ops import metrics
 from jobs.secrets import scrub
 from jobs.settings import HealthSettings
 
 if TYPE_CHECKING:
-    from jobs.worker import Worker
+    from jobs.runtime.worker import Worker
 
 log = get_logger("health")
 

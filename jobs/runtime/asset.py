@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from jobs.queries import q
-from jobs.step import LeaseLost
+from jobs.engine.queries import q
+from jobs.runtime.step import LeaseLost
 
 if TYPE_CHECKING:
     import asyncpg
 
-    from jobs.context import Context
+    from jobs.runtime.context import Context
 
 INLINE_LIMIT = 256 * 1024
 """Assets up to this many bytes live in PostgreSQL; larger ones in a file."""

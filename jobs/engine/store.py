@@ -1,6 +1,7 @@
 """The job store: every read and write of the job record, on PostgreSQL.
 
-State changes go through :func:`jobs.transition.transition`; this module decides which moves a
+State changes go through :func:`jobs.engine.transition.transition`; this module decides
+which moves a
 request means (the race policy lives in the ``Move`` lists below) and turns rows that did not move
 into typed errors or answers.
 """
@@ -15,16 +16,24 @@ from typing import Any
 
 import asyncpg
 
-from jobs import metrics
-from jobs.db import Conn
+from jobs.engine.db import Conn
+from jobs.engine.ids import new_public_id, normalize
+from jobs.engine.model import (
+    AttemptView,
+    CancelOutcome,
+    Claim,
+    EventView,
+    JobStatus,
+    JobView,
+    jsonable,
+)
+from jobs.engine.queries import q
+from jobs.engine.state import TERMINAL, Actor, State, allowed, sources
+from jobs.engine.transition import KEEP_REASON, Move, Moved, Row, transition
 from jobs.errors import IllegalTransition, NotAllowed, QuotaExceeded, StaleTransition, UnknownJob
-from jobs.ids import new_public_id, normalize
-from jobs.kinds import Registry
-from jobs.model import AttemptView, CancelOutcome, Claim, EventView, JobStatus, JobView, jsonable
-from jobs.queries import q
+from jobs.ops import metrics
+from jobs.runtime.registry import Registry
 from jobs.secrets import scrub
-from jobs.state import TERMINAL, Actor, State, allowed, sources
-from jobs.transition import KEEP_REASON, Move, Moved, Row, transition
 
 S = State
 
@@ -164,9 +173,7 @@ class JobStore:
                 return JobView.from_record(record), True
         raise RuntimeError("could not allocate a public id")  # pragma: no cover
 
-    async def _check_quotas(
-        self, conn: Conn, requester: str, group: str | None
-    ) -> None:
+    async def _check_quotas(self, conn: Conn, requester: str, group: str | None) -> None:
         # A per-requester/group advisory lock makes count-then-insert safe against a burst of
         # concurrent submits from one person.
         if self.quotas.per_requester is not None:
@@ -301,8 +308,12 @@ class JobStore:
             NotAllowed: a requester whose kind does not allow requester resolution.
             IllegalTransition: the job is not ``unknown``.
         """
-        target = {"succeeded": S.SUCCEEDED, "failed": S.FAILED, "retry": S.QUEUED,
-                  "cancelled": S.CANCELLED}.get(outcome)
+        target = {
+            "succeeded": S.SUCCEEDED,
+            "failed": S.FAILED,
+            "retry": S.QUEUED,
+            "cancelled": S.CANCELLED,
+        }.get(outcome)
         if target is None:
             raise ValueError("resolve as one of: succeeded, failed, retry, cancelled")
         job = await self.get(public_id)
@@ -455,37 +466,75 @@ class JobStore:
                     moves = [Move(S.CANCELLING, S.CANCELLED, reason, outcome="abandoned")]
                     key = "cancel_forced"
                 elif r["blind_effect_in_flight"]:
-                    moves = [Move(S.RUNNING, S.UNKNOWN,
-                                  "worker lost while a side effect was in flight",
-                                  outcome="abandoned")]
+                    moves = [
+                        Move(
+                            S.RUNNING,
+                            S.UNKNOWN,
+                            "worker lost while a side effect was in flight",
+                            outcome="abandoned",
+                        )
+                    ]
                     key = "unknown"
                 elif r["attempts"] < r["max_attempts"]:
                     delay = backoff(r["attempts"], base=retry_base, cap=retry_cap)
-                    row = Row(r["id"], attempt_id=r["attempt_id"],
-                              run_at=now + timedelta(seconds=delay))
-                    moves = [Move(S.RUNNING, S.QUEUED, "lease expired; retrying",
-                                  outcome="abandoned")]
+                    row = Row(
+                        r["id"], attempt_id=r["attempt_id"], run_at=now + timedelta(seconds=delay)
+                    )
+                    moves = [
+                        Move(S.RUNNING, S.QUEUED, "lease expired; retrying", outcome="abandoned")
+                    ]
                     key = "retried"
                 else:
-                    moves = [Move(S.RUNNING, S.FAILED, "lease expired; no attempts left",
-                                  outcome="abandoned")]
+                    moves = [
+                        Move(
+                            S.RUNNING,
+                            S.FAILED,
+                            "lease expired; no attempts left",
+                            outcome="abandoned",
+                        )
+                    ]
                     key = "failed"
-                count(key, await transition(conn, actor=Actor.SYSTEM, moves=moves, rows=[row],
-                                            fence="attempt", nominal=moves[0].target))
+                count(
+                    key,
+                    await transition(
+                        conn,
+                        actor=Actor.SYSTEM,
+                        moves=moves,
+                        rows=[row],
+                        fence="attempt",
+                        nominal=moves[0].target,
+                    ),
+                )
             overdue = await conn.fetch(q("job_cancel_overdue"), cancel_grace_seconds, batch)
             for r in overdue:
                 reason = "timed_out" if r["cancel_reason"] == "timed_out" else "forced"
-                count("cancel_forced", await transition(
-                    conn, actor=Actor.SYSTEM,
-                    moves=[Move(S.CANCELLING, S.CANCELLED, reason, outcome="revoked")],
-                    rows=[Row(r["id"], attempt_id=r["attempt_id"])], fence="attempt",
-                    nominal=S.CANCELLED))
+                count(
+                    "cancel_forced",
+                    await transition(
+                        conn,
+                        actor=Actor.SYSTEM,
+                        moves=[Move(S.CANCELLING, S.CANCELLED, reason, outcome="revoked")],
+                        rows=[Row(r["id"], attempt_id=r["attempt_id"])],
+                        fence="attempt",
+                        nominal=S.CANCELLED,
+                    ),
+                )
             late = await conn.fetch(q("job_past_deadline"), batch)
             if late:
-                count("timed_out", await transition(
-                    conn, actor=Actor.SYSTEM,
-                    moves=[Move(S.QUEUED, S.CANCELLED, "timed_out"),
-                           Move(S.RUNNING, S.CANCELLING, "timed_out")],
-                    rows=[Row(r["id"]) for r in late], fence="none", nominal=S.CANCELLED,
-                    cancel_by="system", cancel_reason="timed_out"))
+                count(
+                    "timed_out",
+                    await transition(
+                        conn,
+                        actor=Actor.SYSTEM,
+                        moves=[
+                            Move(S.QUEUED, S.CANCELLED, "timed_out"),
+                            Move(S.RUNNING, S.CANCELLING, "timed_out"),
+                        ],
+                        rows=[Row(r["id"]) for r in late],
+                        fence="none",
+                        nominal=S.CANCELLED,
+                        cancel_by="system",
+                        cancel_reason="timed_out",
+                    ),
+                )
         return {k: v for k, v in counts.items() if v}

@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import structlog
 
-from jobs.budget import Budget, Meter, Usage
-from jobs.db import UNAVAILABLE
+from jobs.engine.db import UNAVAILABLE
+from jobs.runtime.budget import Budget, Meter, Usage
 
 if TYPE_CHECKING:
-    from jobs.asset import AssetRef
-    from jobs.effect import Do, Lookup
-    from jobs.store import JobStore
+    from jobs.engine.store import JobStore
+    from jobs.runtime.asset import AssetRef
+    from jobs.runtime.effect import Do, Lookup
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -71,8 +71,8 @@ class Context:
         self.assets_dir = assets_dir or Path("assets")
         self.children: set[int] = set()
         self._effect_locks: dict[str, asyncio.Lock] = {}
-        """Process groups of running child processes (see :mod:`jobs.process`)."""
-        from jobs.step import Steps
+        """Process groups of running child processes (see :mod:`jobs.kinds.process`)."""
+        from jobs.runtime.step import Steps
 
         self._steps = Steps()
 
@@ -147,8 +147,11 @@ class Context:
         return self._steps.usage
 
     async def effect(self, key: str, do: Do, lookup: Lookup | None = None) -> Any:
-        """Do a side effect at most once for this job under a stable ``key`` (see jobs.effect)."""
-        from jobs.effect import run_effect
+        """Do a side effect at most once for this job under a stable ``key``.
+
+        See :mod:`jobs.runtime.effect`.
+        """
+        from jobs.runtime.effect import run_effect
 
         # Two calls with one key at once (asyncio.gather) take turns: the second sees the
         # first's outcome instead of its intent, which would look like an effect in doubt.
@@ -159,7 +162,7 @@ class Context:
         self, name: str, data: bytes | str, content_type: str | None = None
     ) -> AssetRef:
         """Keep ``data`` as an asset of the job; it outlives the job and its cancellation."""
-        from jobs.asset import put_asset
+        from jobs.runtime.asset import put_asset
 
         return await put_asset(self, name, data, content_type)
 

@@ -18,13 +18,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from jobs.context import Context
-from jobs.kinds import kind
-from jobs.process import run_process
-from jobs.runtime import JobFailed
+from jobs.kinds.process import run_process
+from jobs.runtime.context import Context
+from jobs.runtime.execute import JobFailed
+from jobs.runtime.registry import kind
+from jobs.runtime.step import LeaseLost
 from jobs.secrets import scrub
 from jobs.settings import CommandSettings
-from jobs.step import LeaseLost
 
 _PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 Scalar = str | int | float | bool
@@ -85,8 +85,13 @@ class ParamDecl(BaseModel):
 
     def json_schema(self) -> dict[str, Any]:
         """This parameter as JSON schema (agent tool definitions)."""
-        kinds = {"string": "string", "choice": "string", "integer": "integer",
-                 "number": "number", "boolean": "boolean"}
+        kinds = {
+            "string": "string",
+            "choice": "string",
+            "integer": "integer",
+            "number": "number",
+            "boolean": "boolean",
+        }
         schema: dict[str, Any] = {"type": kinds[self.type]}
         if self.description:
             schema["description"] = self.description
@@ -156,8 +161,9 @@ class CommandSpec(BaseModel):
                 "parameters": {
                     "type": "object",
                     "properties": {n: d.json_schema() for n, d in self.params.items()},
-                    "required": [n for n, d in self.params.items()
-                                 if d.required and d.default is None],
+                    "required": [
+                        n for n, d in self.params.items() if d.required and d.default is None
+                    ],
                     "additionalProperties": False,
                 },
             },
@@ -183,7 +189,7 @@ class Catalog(BaseModel):
 
 def default_catalog_path() -> Path:
     """``examples/commands.toml`` of the checkout."""
-    return Path(__file__).resolve().parent.parent / "examples" / "commands.toml"
+    return Path(__file__).resolve().parents[2] / "examples" / "commands.toml"
 
 
 def catalog_path() -> Path:
@@ -226,8 +232,13 @@ async def run_command(
 
     settings = CommandSettings()
     result = await run_process(
-        ctx, argv, cwd=spec.cwd, env=spec.environment(), time_limit=spec.timeout,
-        kill_grace=settings.kill_grace_seconds, on_line=on_line if progress else None,
+        ctx,
+        argv,
+        cwd=spec.cwd,
+        env=spec.environment(),
+        time_limit=spec.timeout,
+        kill_grace=settings.kill_grace_seconds,
+        on_line=on_line if progress else None,
     )
     stored: str | None = log_asset
     try:

@@ -8,7 +8,7 @@ from typing import Any
 
 import asyncpg
 
-from jobs.state import State
+from jobs.engine.state import State
 
 
 def _iso(value: datetime | None) -> str | None:

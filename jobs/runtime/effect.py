@@ -18,12 +18,12 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from jobs.queries import q
+from jobs.engine.queries import q
+from jobs.runtime.step import LeaseLost
 from jobs.secrets import scrub
-from jobs.step import LeaseLost
 
 if TYPE_CHECKING:
-    from jobs.context import Context
+    from jobs.runtime.context import Context
 
 Do = Callable[[], Awaitable[Any]]
 Lookup = Callable[[str], Awaitable[Any]]
@@ -58,8 +58,10 @@ async def run_effect(ctx: Context, key: str, do: Do, lookup: Lookup | None = Non
             ctx.log.info("effect.already_done", key=key)
             return row["outcome"]
         in_doubt = row is not None and row["status"] == "intent"
-        if row is not None and in_doubt and await conn.fetchval(
-            q("event_resolved_retry_since"), ctx.job_id, row["created_at"]
+        if (
+            row is not None
+            and in_doubt
+            and await conn.fetchval(q("event_resolved_retry_since"), ctx.job_id, row["created_at"])
         ):
             in_doubt = False  # a person resolved the doubt as "do it again"
         if in_doubt and lookup is None:

@@ -110,9 +110,7 @@ def resolve_dsn(settings: DatabaseSettings) -> str:
 async def init_connection(conn: asyncpg.Connection) -> None:
     """Decode json/jsonb to Python objects on every connection."""
     for name in ("json", "jsonb"):
-        await conn.set_type_codec(
-            name, encoder=json.dumps, decoder=json.loads, schema="pg_catalog"
-        )
+        await conn.set_type_codec(name, encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
 
 
 async def connect(dsn: str) -> asyncpg.Connection:
