@@ -84,8 +84,8 @@ async def agent(ctx: Context, params: AgentParams) -> dict[str, Any]:
                 reply = await ctx.race(
                     client.chat.completions.create(
                         model=settings.model,
-                        messages=messages,
-                        **extra,  # type: ignore[arg-type]
+                        messages=messages,  # type: ignore[arg-type]
+                        **extra,
                     )
                 )
                 if reply.usage is not None:
