@@ -1,1 +1,160 @@
-"""Errand job engine: durable, transport-agnostic job records, state machine and runtime."""
+"""Errand's job engine: durable, transport-agnostic job records, their state machine and runtime.
+
+This module is the public API, for kind authors (``from jobs import kind, Context, JobFailed``)
+and for transports such as ``bot/``, which import nothing else from ``jobs``. Names load on first
+use (PEP 562), so a short CLI command imports only the modules it touches.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# public name -> the module that defines it
+_EXPORTS: dict[str, str] = {
+    # writing a kind
+    "kind": "jobs.runtime.registry",
+    "Kind": "jobs.runtime.registry",
+    "Registry": "jobs.runtime.registry",
+    "Context": "jobs.runtime.context",
+    "Budget": "jobs.runtime.budget",
+    "Meter": "jobs.runtime.budget",
+    "Usage": "jobs.runtime.budget",
+    "JobFailed": "jobs.runtime.execute",
+    "JobCancelled": "jobs.runtime.context",
+    "LeaseLost": "jobs.runtime.step",
+    "BudgetExceeded": "jobs.runtime.budget",
+    "EffectInDoubt": "jobs.runtime.effect",
+    "default_registry": "jobs.kinds",
+    "default_catalog_path": "jobs.kinds.command",
+    # errors a caller of the store sees
+    "ErrandError": "jobs.errors",
+    "UnknownJob": "jobs.errors",
+    "UnknownKind": "jobs.errors",
+    "InvalidParams": "jobs.errors",
+    "QuotaExceeded": "jobs.errors",
+    "NotAllowed": "jobs.errors",
+    "IllegalTransition": "jobs.errors",
+    "StaleTransition": "jobs.errors",
+    # job records and states
+    "State": "jobs.engine.state",
+    "Actor": "jobs.engine.state",
+    "TERMINAL": "jobs.engine.state",
+    "JobStore": "jobs.engine.store",
+    "JobStatus": "jobs.engine.model",
+    "JobView": "jobs.engine.model",
+    "ID_PATTERN": "jobs.engine.ids",
+    "normalize_id": "jobs.engine.ids",
+    # the outbox a transport delivers from
+    "Outbox": "jobs.engine.outbox",
+    "OutboxRow": "jobs.engine.outbox",
+    "OUTBOX_CHANNEL": "jobs.engine.outbox",
+    "PROGRESS_CHANNEL": "jobs.engine.outbox",
+    # running it
+    "Settings": "jobs.settings",
+    "get_logger": "jobs.logs",
+    "connect": "jobs.engine.db",
+    "load_named": "jobs.engine.queries",
+    "Engine": "jobs.ops.app",
+    "open_engine": "jobs.ops.app",
+    "stop_on_signals": "jobs.ops.app",
+    "Worker": "jobs.runtime.worker",
+    "cli": "jobs.ops.cli",
+}
+# where the public name differs from the defining module's
+_RENAMED = {"ID_PATTERN": "PATTERN", "normalize_id": "normalize"}
+
+__all__ = [
+    "Actor",
+    "Budget",
+    "BudgetExceeded",
+    "Context",
+    "EffectInDoubt",
+    "Engine",
+    "ErrandError",
+    "ID_PATTERN",
+    "IllegalTransition",
+    "InvalidParams",
+    "JobCancelled",
+    "JobFailed",
+    "JobStatus",
+    "JobStore",
+    "JobView",
+    "Kind",
+    "LeaseLost",
+    "Meter",
+    "NotAllowed",
+    "OUTBOX_CHANNEL",
+    "Outbox",
+    "OutboxRow",
+    "PROGRESS_CHANNEL",
+    "QuotaExceeded",
+    "Registry",
+    "Settings",
+    "StaleTransition",
+    "State",
+    "TERMINAL",
+    "UnknownJob",
+    "UnknownKind",
+    "Usage",
+    "Worker",
+    "cli",
+    "connect",
+    "default_catalog_path",
+    "default_registry",
+    "get_logger",
+    "kind",
+    "load_named",
+    "normalize_id",
+    "open_engine",
+    "stop_on_signals",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'jobs' has no attribute {name!r}")
+    if name == "cli":
+        value: Any = importlib.import_module(module)
+    else:
+        value = getattr(importlib.import_module(module), _RENAMED.get(name, name))
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__
+
+
+if TYPE_CHECKING:
+    from jobs.engine.db import connect
+    from jobs.engine.ids import PATTERN as ID_PATTERN
+    from jobs.engine.ids import normalize as normalize_id
+    from jobs.engine.model import JobStatus, JobView
+    from jobs.engine.outbox import OUTBOX_CHANNEL, PROGRESS_CHANNEL, Outbox, OutboxRow
+    from jobs.engine.queries import load_named
+    from jobs.engine.state import TERMINAL, Actor, State
+    from jobs.engine.store import JobStore
+    from jobs.errors import (
+        ErrandError,
+        IllegalTransition,
+        InvalidParams,
+        NotAllowed,
+        QuotaExceeded,
+        StaleTransition,
+        UnknownJob,
+        UnknownKind,
+    )
+    from jobs.kinds import default_registry
+    from jobs.kinds.command import default_catalog_path
+    from jobs.logs import get_logger
+    from jobs.ops import cli
+    from jobs.ops.app import Engine, open_engine, stop_on_signals
+    from jobs.runtime.budget import Budget, BudgetExceeded, Meter, Usage
+    from jobs.runtime.context import Context, JobCancelled
+    from jobs.runtime.effect import EffectInDoubt
+    from jobs.runtime.execute import JobFailed
+    from jobs.runtime.registry import Kind, Registry, kind
+    from jobs.runtime.step import LeaseLost
+    from jobs.runtime.worker import Worker
