@@ -23,6 +23,7 @@ from .interaction_builder import (
     MESSAGE_COMPONENT,
     MODAL_SUBMIT,
     InteractionBuilder,
+    InteractionRefused,
     Ref,
     find_component,
     modal_inputs,
@@ -237,7 +238,24 @@ class Control:
         g = self.state.guilds[ref_id(guild)]
         member = Member(ref_id(user), g.id, [ref_id(r) for r in roles], self.clock.time())
         g.members[member.user_id] = member
-        if member.user_id != self._app().bot_user_id:
+        joiner = next(
+            (a for a in self.state.applications.values() if a.bot_user_id == member.user_id), None
+        )
+        if joiner is not None:
+            # A bot joining a guild gets GUILD_CREATE with the whole guild
+            # (https://discord.com/developers/docs/events/gateway-events#guild-create: "when
+            # the current user joins a new Guild").
+            # A join carries no "unavailable" key (that is for guilds coming back from an
+            # outage); discord.py tells on_guild_join from on_guild_available by it.
+            payload = self.state.guild_create_payload(g)
+            payload.pop("unavailable", None)
+            self.gateway.dispatch(
+                "GUILD_CREATE",
+                payload,
+                application_id=joiner.id,
+                guild_id=g.id,
+            )
+        else:
             data = self.state.member_payload(member)
             data["guild_id"] = str(g.id)
             self._guild_changed(g, "GUILD_MEMBER_ADD", data)
@@ -311,6 +329,17 @@ class Control:
             self.actions.ensure_writable_thread(ch, can_manage=False)
         return self.actions.create_message(ch, ref_id(user), body)
 
+    def delete_channel(self, channel: Ref) -> Channel:
+        """Delete a channel (and its threads) or a thread as a moderator would; the bot
+        receives CHANNEL_DELETE or THREAD_DELETE. ``emu.channel(id)`` still reads it."""
+        ch = self.state.channels[ref_id(channel)]
+        self.actions.delete_channel(ch)
+        return ch
+
+    def join_thread(self, user: Ref, thread: Ref) -> None:
+        """``user`` joins a thread (THREAD_MEMBERS_UPDATE); refused if archived (50083)."""
+        self.actions.add_thread_member(self.state.channels[ref_id(thread)], ref_id(user))
+
     def edit_thread(self, thread: Ref, **changes: Any) -> Channel:
         """Change a thread as a moderator would (``archived``, ``locked``, ``name``,
         ``auto_archive_duration``); the bot receives THREAD_UPDATE."""
@@ -347,6 +376,7 @@ class Control:
         """Run ``/command sub ... opt:value`` as ``user`` in ``channel``, e.g.
         ``await emu.invoke_slash(alice, chan, "job status", {"id": "X"})``."""
         ch = self.state.channels[ref_id(channel)]
+        _refuse_in_archived_thread(ch)
         builder = self._builder()
         builder.check_command_permission(ref_id(user), ch, command.strip().lstrip("/").split()[0])
         data = builder.command_data(command, options, ch, None)
@@ -358,6 +388,7 @@ class Control:
         """Autocomplete (interaction type 4) with ``focused`` being typed; ``await
         handle.wait_choices()`` returns the bot's choices."""
         ch = self.state.channels[ref_id(channel)]
+        _refuse_in_archived_thread(ch)
         data = self._builder().command_data(command, options, ch, focused)
         return self._dispatch_interaction(AUTOCOMPLETE, user, ch, data)
 
@@ -417,7 +448,9 @@ class Control:
         ]
 
     def channel(self, channel_id: Ref) -> Channel:
-        return self.state.channels[ref_id(channel_id)]
+        """A channel or thread, including deleted ones."""
+        cid = ref_id(channel_id)
+        return self.state.channels.get(cid) or self.state.deleted_channels[cid]
 
     def threads(self, parent: Ref) -> list[Channel]:
         pid = ref_id(parent)
@@ -522,3 +555,11 @@ class Control:
             ]
             out.append(data)
         return out
+
+
+def _refuse_in_archived_thread(channel: Channel) -> None:
+    # Discord's client offers no application commands in an archived thread: a user must
+    # unarchive it (by sending a message) first
+    # (https://discord.com/developers/docs/topics/threads#archiving-and-unarchiving-threads).
+    if channel.thread is not None and channel.thread.archived:
+        raise InteractionRefused(f"thread {channel.id} is archived")

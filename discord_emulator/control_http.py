@@ -69,6 +69,12 @@ async def http_add_member(request: web.Request) -> web.Response:
     return web.json_response(emu.state.member_payload(member))
 
 
+async def http_delete_channel(request: web.Request) -> web.Response:
+    emu = _emu(request)
+    channel = emu.delete_channel(int(request.match_info["channel_id"]))
+    return web.json_response(emu.state.channel_payload(channel))
+
+
 async def http_send_message(request: web.Request) -> web.Response:
     emu = _emu(request)
     body = await _json(request)
@@ -208,6 +214,7 @@ def add_control_routes(app: web.Application) -> None:
     r.add_post("/_emulator/guilds", http_create_guild)
     r.add_post("/_emulator/guilds/{guild_id}/members", http_add_member)
     r.add_post("/_emulator/channels", http_create_channel)
+    r.add_delete("/_emulator/channels/{channel_id}", http_delete_channel)
     r.add_post("/_emulator/channels/{channel_id}/messages", http_send_message)
     r.add_get("/_emulator/channels/{channel_id}/history", http_history)
     r.add_post("/_emulator/interactions", http_invoke)

@@ -27,6 +27,7 @@ from .state import (
     State,
     User,
 )
+from .validation import MAX_UPLOAD_BYTES
 
 Ref = int | User | Member | Role | Channel | Guild | Message | Application
 
@@ -36,6 +37,11 @@ STRING, INTEGER, BOOLEAN, USER, CHANNEL, ROLE, MENTIONABLE, NUMBER = 3, 4, 5, 6,
 
 # https://discord.com/developers/docs/interactions/receiving-and-responding#interaction-object-interaction-type
 APPLICATION_COMMAND, MESSAGE_COMPONENT, AUTOCOMPLETE, MODAL_SUBMIT = 2, 3, 4, 5
+
+
+class InteractionRefused(ValueError):
+    """Discord's client would not send this interaction (an option value outside the command's
+    declared limits, a command typed in an archived thread...): the bot never sees it."""
 
 
 def ref_id(value: Ref) -> int:
@@ -124,6 +130,8 @@ class InteractionBuilder:
             if opt["name"] == focused:
                 entry["focused"] = True
                 entry["value"] = str(value)
+            else:
+                check_option_value(opt, entry["value"])
             out.append(entry)
         return out, resolved
 
@@ -203,7 +211,7 @@ class InteractionBuilder:
             "app_permissions": str(P.channel_permissions(self.state, channel, app.bot_user_id)),
             "locale": "en-US",
             "entitlements": [],
-            "attachment_size_limit": 10 * 1024 * 1024,
+            "attachment_size_limit": MAX_UPLOAD_BYTES,
         }
         if inter.guild_id is not None:
             member = self.state.member(inter.guild_id, inter.user_id)
@@ -228,6 +236,32 @@ class InteractionBuilder:
         if message is not None:
             payload["message"] = self.state.message_payload(message)
         return payload
+
+
+def check_option_value(opt: dict[str, Any], value: Any) -> None:
+    """Refuse a value outside the option's declared ``choices``, ``min_length``/``max_length``
+    (strings) or ``min_value``/``max_value`` (numbers), as Discord's client does before sending
+    (https://discord.com/developers/docs/interactions/application-commands#application-command-object-application-command-option-structure)."""
+    name = opt["name"]
+    choices = opt.get("choices")
+    if choices and value not in [c.get("value") for c in choices]:
+        allowed = [c.get("value") for c in choices]
+        raise InteractionRefused(f"option {name!r}: {value!r} is not one of {allowed}")
+    if opt["type"] == STRING and isinstance(value, str):
+        low, high = opt.get("min_length"), opt.get("max_length")
+        if low is not None and len(value) < int(low):
+            raise InteractionRefused(f"option {name!r} must be at least {low} characters")
+        if high is not None and len(value) > int(high):
+            raise InteractionRefused(f"option {name!r} must be at most {high} characters")
+        if len(value) > 6000:
+            # The documented ceiling for any string option (max_length is at most 6000).
+            raise InteractionRefused(f"option {name!r} must be at most 6000 characters")
+    if opt["type"] in (INTEGER, NUMBER) and isinstance(value, int | float):
+        low, high = opt.get("min_value"), opt.get("max_value")
+        if low is not None and value < low:
+            raise InteractionRefused(f"option {name!r} must be at least {low}")
+        if high is not None and value > high:
+            raise InteractionRefused(f"option {name!r} must be at most {high}")
 
 
 def modal_inputs(components: list[dict[str, Any]]) -> list[str]:
