@@ -13,6 +13,7 @@ from .client import patched
 from .control import DEFAULT_BOT_PERMISSIONS, InteractionHandle
 from .errors import DiscordError
 from .events import EmulatorEvent, Subscription
+from .interaction_builder import InteractionRefused
 from .ratelimit import Limit, RateLimitConfig
 from .server import Emulator, EmulatorConfig, RequestRecord
 from .state import (
@@ -47,6 +48,7 @@ __all__ = [
     "EmulatorEvent",
     "Guild",
     "InteractionHandle",
+    "InteractionRefused",
     "Limit",
     "Member",
     "Message",

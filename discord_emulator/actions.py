@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from . import errors
+from . import errors, mentions
 from .events import EmulatorEvent
 from .state import (
     DM,
@@ -126,6 +126,20 @@ class Actions:
             ref["guild_id"] = str(target.guild_id)
         return ref
 
+    def _set_mentions(
+        self,
+        msg: Message,
+        channel: Channel,
+        allowed: dict[str, Any] | None,
+        replied_author_id: int | None,
+    ) -> None:
+        found = mentions.compute(
+            self.state, channel, msg.author_id, msg.content, allowed, replied_author_id
+        )
+        msg.mention_ids = found.users
+        msg.mention_role_ids = found.roles
+        msg.mention_everyone = found.everyone
+
     def ensure_writable_thread(self, channel: Channel, *, can_manage: bool) -> None:
         """Sending into an archived thread unarchives it, unless it is locked
         (https://discord.com/developers/docs/topics/threads#archiving-and-unarchiving-threads)."""
@@ -187,6 +201,10 @@ class Actions:
             message_reference=reference,
         )
         msg.attachments = self._attachments(channel.id, payload, files or [])
+        replied = self.state.messages[int(reference["message_id"])] if reference else None
+        self._set_mentions(
+            msg, channel, payload.get("allowed_mentions"), replied.author_id if replied else None
+        )
         msg.snapshot(now)
         self.state.messages[mid] = msg
         self.state.channel_messages.setdefault(channel.id, []).append(mid)
@@ -206,6 +224,7 @@ class Actions:
                 guild_id=channel.guild_id,
                 channel_type=channel.type,
                 author_id=author_id,
+                channel_id=channel.id,
             )
         self.publish(
             "message_create",
@@ -235,13 +254,25 @@ class Actions:
             msg.attachments = self._attachments(
                 msg.channel_id, payload, files or [], msg.attachments
             )
+        channel = self.state.channels[msg.channel_id]
+        if "content" in payload or "allowed_mentions" in payload:
+            # Discord re-parses mentions on edit; a reply keeps pinging its author only if it
+            # did before.
+            ref = msg.message_reference
+            replied = self.state.messages.get(int(ref["message_id"])) if ref else None
+            keep_reply = replied is not None and replied.author_id in msg.mention_ids
+            self._set_mentions(
+                msg,
+                channel,
+                payload.get("allowed_mentions"),
+                replied.author_id if replied is not None and keep_reply else None,
+            )
         if "flags" in payload and payload["flags"] is not None:
             keep = msg.flags & ~SETTABLE_FLAGS
             msg.flags = keep | (int(payload["flags"]) & SETTABLE_FLAGS)
         msg.flags &= ~clear_flags
         msg.edited_at = now
         msg.snapshot(now)
-        channel = self.state.channels[msg.channel_id]
         if not msg.ephemeral:
             self.emu.gateway.dispatch(
                 "MESSAGE_UPDATE",
@@ -249,6 +280,7 @@ class Actions:
                 guild_id=channel.guild_id,
                 channel_type=channel.type,
                 author_id=msg.author_id,
+                channel_id=channel.id,
             )
         self.publish(
             "message_update",
@@ -269,7 +301,11 @@ class Actions:
             if channel.is_thread:
                 channel.message_count = max(0, channel.message_count - 1)
             self.emu.gateway.dispatch(
-                "MESSAGE_DELETE", data, guild_id=channel.guild_id, channel_type=channel.type
+                "MESSAGE_DELETE",
+                data,
+                guild_id=channel.guild_id,
+                channel_type=channel.type,
+                channel_id=channel.id,
             )
         self.publish("message_delete", data, channel_id=msg.channel_id, message_id=msg.id)
 
@@ -373,6 +409,108 @@ class Actions:
             self.emu.gateway.dispatch("CHANNEL_UPDATE", payload, guild_id=channel.guild_id)
             self.publish("channel_update", payload, channel_id=channel.id)
         return channel
+
+    def _thread_member(self, thread: Channel, user_id: int) -> dict[str, Any]:
+        return {
+            "id": str(thread.id),
+            "user_id": str(user_id),
+            "join_timestamp": self.clock.iso(),
+            "flags": 0,
+        }
+
+    def _members_update(
+        self,
+        thread: Channel,
+        *,
+        added: tuple[int, ...] = (),
+        removed: tuple[int, ...] = (),
+    ) -> None:
+        data: dict[str, Any] = {
+            "id": str(thread.id),
+            "guild_id": str(thread.guild_id),
+            "member_count": len(thread.thread_member_ids),
+        }
+        if added:
+            data["added_members"] = [self._thread_member(thread, u) for u in added]
+        if removed:
+            data["removed_member_ids"] = [str(u) for u in removed]
+        self.emu.gateway.dispatch(
+            "THREAD_MEMBERS_UPDATE",
+            data,
+            guild_id=thread.guild_id,
+            thread_member_ids=set(added) | set(removed),
+        )
+        self.publish("thread_members_update", data, channel_id=thread.id)
+
+    def add_thread_member(self, thread: Channel, user_id: int) -> None:
+        """Add a member to a thread: refused when archived (50083); the joiner's own sessions
+        get THREAD_CREATE, then THREAD_MEMBERS_UPDATE goes out
+        (https://discord.com/developers/docs/resources/channel#join-thread and
+        #add-thread-member)."""
+        meta = thread.thread
+        if meta is None:
+            raise errors.DiscordError(400, 50024, "Cannot execute action on this channel type")
+        if meta.archived:
+            raise errors.thread_archived()
+        if user_id in thread.thread_member_ids:
+            return
+        thread.thread_member_ids.add(user_id)
+        joiner = next(
+            (a for a in self.state.applications.values() if a.bot_user_id == user_id), None
+        )
+        if joiner is not None:
+            payload = self.state.channel_payload(thread)
+            payload["member"] = self._thread_member(thread, user_id)
+            self.emu.gateway.dispatch(
+                "THREAD_CREATE", payload, application_id=joiner.id, guild_id=thread.guild_id
+            )
+        self._members_update(thread, added=(user_id,))
+
+    def remove_thread_member(self, thread: Channel, user_id: int) -> None:
+        """Remove a member (Leave Thread / Remove Thread Member): the thread must not be
+        archived (https://discord.com/developers/docs/resources/channel#leave-thread)."""
+        meta = thread.thread
+        if meta is None:
+            raise errors.DiscordError(400, 50024, "Cannot execute action on this channel type")
+        if meta.archived:
+            raise errors.thread_archived()
+        if user_id not in thread.thread_member_ids:
+            return
+        thread.thread_member_ids.discard(user_id)
+        self._members_update(thread, removed=(user_id,))
+
+    def delete_channel(self, channel: Channel) -> None:
+        """Delete a channel (with its threads) or a thread: CHANNEL_DELETE or THREAD_DELETE
+        (https://discord.com/developers/docs/resources/channel#deleteclose-channel). Its
+        messages are gone on Discord; here they stay in ``history`` marked deleted."""
+        doomed = [channel] + [
+            c for c in self.state.channels.values() if c.parent_id == channel.id and c.is_thread
+        ]
+        now = self.clock.time()
+        for ch in doomed:
+            self.state.channels.pop(ch.id, None)
+            self.state.deleted_channels[ch.id] = ch
+            for mid in self.state.channel_messages.get(ch.id, []):
+                msg = self.state.messages[mid]
+                if msg.deleted_at is None:
+                    msg.deleted_at = now
+            if ch.guild_id is not None:
+                guild = self.state.guilds.get(ch.guild_id)
+                if guild is not None and ch.id in guild.channel_ids:
+                    guild.channel_ids.remove(ch.id)
+        if channel.is_thread:
+            data: dict[str, Any] = {
+                "id": str(channel.id),
+                "guild_id": str(channel.guild_id),
+                "parent_id": str(channel.parent_id),
+                "type": channel.type,
+            }
+            self.emu.gateway.dispatch("THREAD_DELETE", data, guild_id=channel.guild_id)
+            self.publish("thread_delete", data, channel_id=channel.id)
+        else:
+            data = self.state.channel_payload(channel)
+            self.emu.gateway.dispatch("CHANNEL_DELETE", data, guild_id=channel.guild_id)
+            self.publish("channel_delete", data, channel_id=channel.id)
 
     def sweep_archives(self) -> None:
         """Archive threads inactive for ``auto_archive_duration`` minutes (virtual time)."""

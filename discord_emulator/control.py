@@ -1,23 +1,35 @@
-"""The test control API: build a world, act as users, read what the bot did, inject faults.
+"""The Python control API for tests: build a world, act as users, read what the bot did,
+wait for it, move the clock and inject faults.
 
 :class:`Control` is mixed into :class:`~discord_emulator.server.Emulator`, so tests call
-``emu.create_guild(...)``, ``await emu.invoke_slash(...)``, ``emu.history(channel)`` and so on.
-The same operations are served as JSON under ``/_emulator/`` (and a WebSocket event stream at
-``/_emulator/events``) for the sandbox and a browser view.
+``emu.create_guild(...)``, ``await emu.invoke_slash(...)``, ``emu.history(channel)`` and so on;
+:class:`InteractionHandle` is what a test holds after acting as a user. Interaction payloads are
+built by :mod:`discord_emulator.interaction_builder`; the same operations are served over HTTP by
+:mod:`discord_emulator.control_http`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import secrets
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from aiohttp import WSMsgType, web
-
 from . import permissions as P
 from .events import EmulatorEvent, EventHub, Subscription
+from .interaction_builder import (
+    APPLICATION_COMMAND,
+    AUTOCOMPLETE,
+    MESSAGE_COMPONENT,
+    MODAL_SUBMIT,
+    InteractionBuilder,
+    InteractionRefused,
+    Ref,
+    find_component,
+    modal_inputs,
+    modal_submission,
+    ref_id,
+)
 from .state import (
     DM,
     FLAG_LOADING,
@@ -44,7 +56,6 @@ if TYPE_CHECKING:
     from .server import Emulator, EmulatorConfig
 
 T = TypeVar("T")
-Ref = int | User | Member | Role | Channel | Guild | Message | Application
 
 # A bot invited with the usual scopes: read/send/thread/manage its own threads and messages.
 DEFAULT_BOT_PERMISSIONS = (
@@ -61,17 +72,6 @@ DEFAULT_BOT_PERMISSIONS = (
     | P.MANAGE_MESSAGES
     | P.USE_APPLICATION_COMMANDS
 )
-# https://discord.com/developers/docs/interactions/application-commands#application-command-object-application-command-option-type
-SUB_COMMAND, SUB_COMMAND_GROUP = 1, 2
-STRING, INTEGER, BOOLEAN, USER, CHANNEL, ROLE, MENTIONABLE, NUMBER = 3, 4, 5, 6, 7, 8, 9, 10
-
-
-def ref_id(value: Ref) -> int:
-    if isinstance(value, int):
-        return value
-    if isinstance(value, Member):
-        return value.user_id
-    return value.id
 
 
 class InteractionHandle:
@@ -238,7 +238,24 @@ class Control:
         g = self.state.guilds[ref_id(guild)]
         member = Member(ref_id(user), g.id, [ref_id(r) for r in roles], self.clock.time())
         g.members[member.user_id] = member
-        if member.user_id != self._app().bot_user_id:
+        joiner = next(
+            (a for a in self.state.applications.values() if a.bot_user_id == member.user_id), None
+        )
+        if joiner is not None:
+            # A bot joining a guild gets GUILD_CREATE with the whole guild
+            # (https://discord.com/developers/docs/events/gateway-events#guild-create: "when
+            # the current user joins a new Guild").
+            # A join carries no "unavailable" key (that is for guilds coming back from an
+            # outage); discord.py tells on_guild_join from on_guild_available by it.
+            payload = self.state.guild_create_payload(g)
+            payload.pop("unavailable", None)
+            self.gateway.dispatch(
+                "GUILD_CREATE",
+                payload,
+                application_id=joiner.id,
+                guild_id=g.id,
+            )
+        else:
             data = self.state.member_payload(member)
             data["guild_id"] = str(g.id)
             self._guild_changed(g, "GUILD_MEMBER_ADD", data)
@@ -312,134 +329,25 @@ class Control:
             self.actions.ensure_writable_thread(ch, can_manage=False)
         return self.actions.create_message(ch, ref_id(user), body)
 
+    def delete_channel(self, channel: Ref) -> Channel:
+        """Delete a channel (and its threads) or a thread as a moderator would; the bot
+        receives CHANNEL_DELETE or THREAD_DELETE. ``emu.channel(id)`` still reads it."""
+        ch = self.state.channels[ref_id(channel)]
+        self.actions.delete_channel(ch)
+        return ch
+
+    def join_thread(self, user: Ref, thread: Ref) -> None:
+        """``user`` joins a thread (THREAD_MEMBERS_UPDATE); refused if archived (50083)."""
+        self.actions.add_thread_member(self.state.channels[ref_id(thread)], ref_id(user))
+
     def edit_thread(self, thread: Ref, **changes: Any) -> Channel:
         """Change a thread as a moderator would (``archived``, ``locked``, ``name``,
         ``auto_archive_duration``); the bot receives THREAD_UPDATE."""
         ch = self.state.channels[ref_id(thread)]
         return self.actions.update_channel(ch, changes)
 
-    def _find_command(self, guild_id: int | None, name: str, ctype: int) -> dict[str, Any]:
-        app = self._app()
-        candidates = list(app.guild_commands.get(guild_id, [])) if guild_id else []
-        candidates += app.global_commands
-        for cmd in candidates:
-            if cmd["name"] == name and cmd["type"] == ctype:
-                return cmd
-        raise LookupError(f"command {name!r} is not registered (did the bot sync its tree?)")
-
-    def _build_options(
-        self,
-        cmd: dict[str, Any],
-        path: list[str],
-        values: dict[str, Any],
-        guild_id: int | None,
-        focused: str | None,
-    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-        schema: list[dict[str, Any]] = cmd.get("options") or []
-        resolved: dict[str, Any] = {}
-        if path:
-            sub = next(
-                (
-                    o
-                    for o in schema
-                    if o["name"] == path[0] and o["type"] in (SUB_COMMAND, SUB_COMMAND_GROUP)
-                ),
-                None,
-            )
-            if sub is None:
-                raise LookupError(f"no subcommand {path[0]!r} in {cmd['name']!r}")
-            inner, resolved = self._build_options(sub, path[1:], values, guild_id, focused)
-            return [{"name": sub["name"], "type": sub["type"], "options": inner}], resolved
-        out: list[dict[str, Any]] = []
-        known = {o["name"]: o for o in schema}
-        for key in values:
-            if key not in known:
-                raise LookupError(f"unknown option {key!r}; options are {sorted(known)}")
-        for opt in schema:
-            if opt["name"] not in values:
-                if opt.get("required") and focused is None:
-                    raise ValueError(f"option {opt['name']!r} is required")
-                continue
-            value = values[opt["name"]]
-            otype = opt["type"]
-            entry: dict[str, Any] = {"name": opt["name"], "type": otype}
-            if otype in (USER, CHANNEL, ROLE, MENTIONABLE):
-                vid = ref_id(value)
-                entry["value"] = str(vid)
-                self._resolve(resolved, vid, guild_id)
-            elif otype == INTEGER and opt["name"] != focused:
-                entry["value"] = int(value)
-            elif otype == NUMBER and opt["name"] != focused:
-                entry["value"] = float(value)
-            elif otype == BOOLEAN:
-                entry["value"] = bool(value)
-            else:
-                entry["value"] = value if opt["name"] == focused else str(value)
-            if opt["name"] == focused:
-                entry["focused"] = True
-                entry["value"] = str(value)
-            out.append(entry)
-        return out, resolved
-
-    def _resolve(self, resolved: dict[str, Any], vid: int, guild_id: int | None) -> None:
-        if vid in self.state.users:
-            resolved.setdefault("users", {})[str(vid)] = self.state.users[vid].payload()
-            member = self.state.member(guild_id, vid) if guild_id else None
-            if member is not None:
-                data = self.state.member_payload(member, with_user=False)
-                data["permissions"] = str(P.base_permissions(self.state, member.guild_id, vid))
-                resolved.setdefault("members", {})[str(vid)] = data
-        elif vid in self.state.channels:
-            ch = self.state.channels[vid]
-            data = self.state.channel_payload(ch)
-            data["permissions"] = str(self.permissions(ch, self._app().bot_user_id))
-            resolved.setdefault("channels", {})[str(vid)] = data
-        elif guild_id and vid in self.state.guilds[guild_id].roles:
-            resolved.setdefault("roles", {})[str(vid)] = (
-                self.state.guilds[guild_id].roles[vid].payload()
-            )
-
-    def _interaction_payload(self, inter: Interaction, message: Message | None) -> dict[str, Any]:
-        app = self._app()
-        channel = self.state.channels[inter.channel_id]
-        channel_data = self.state.channel_payload(channel)
-        payload: dict[str, Any] = {
-            "id": str(inter.id),
-            "application_id": str(app.id),
-            "type": inter.type,
-            "data": inter.data,
-            "channel_id": str(channel.id),
-            "channel": channel_data,
-            "token": inter.token,
-            "version": 1,
-            "app_permissions": str(self.permissions(channel, app.bot_user_id)),
-            "locale": "en-US",
-            "entitlements": [],
-            "attachment_size_limit": 10 * 1024 * 1024,
-        }
-        if inter.guild_id is not None:
-            member = self.state.member(inter.guild_id, inter.user_id)
-            if member is None:
-                raise LookupError("the user is not a member of the channel's guild")
-            mdata = self.state.member_payload(member)
-            mdata["permissions"] = str(self.permissions(channel, inter.user_id))
-            payload.update(
-                guild_id=str(inter.guild_id),
-                guild={"id": str(inter.guild_id), "locale": "en-US", "features": []},
-                guild_locale="en-US",
-                member=mdata,
-                authorizing_integration_owners={"0": str(inter.guild_id)},
-                context=0,
-            )
-        else:
-            payload.update(
-                user=self.state.users[inter.user_id].payload(),
-                authorizing_integration_owners={"0": str(inter.user_id)},
-                context=1,
-            )
-        if message is not None:
-            payload["message"] = self.state.message_payload(message)
-        return payload
+    def _builder(self) -> InteractionBuilder:
+        return InteractionBuilder(self.state, self._app())
 
     def _dispatch_interaction(
         self,
@@ -449,52 +357,18 @@ class Control:
         data: dict[str, Any],
         message: Message | None = None,
     ) -> InteractionHandle:
-        app = self._app()
+        """Store a new interaction and send INTERACTION_CREATE to the bot."""
+        builder = self._builder()
         ch = self.state.channels[ref_id(channel)]
-        guild_id = ch.guild_id
-        inter = Interaction(
-            id=self.state.new_id(),
-            token="aW50ZXJhY3Rpb24" + secrets.token_urlsafe(48),
-            application_id=app.id,
-            type=itype,
-            data=data,
-            guild_id=guild_id,
-            channel_id=ch.id,
-            user_id=ref_id(user),
-            created_at=self.clock.time(),
-            message_id=message.id if message is not None else None,
+        inter = builder.new_interaction(
+            itype, ref_id(user), ch, data, now=self.clock.time(), message=message
         )
-        payload = self._interaction_payload(inter, message)
+        payload = builder.payload(inter, message)
         self.state.interactions[inter.id] = inter
         self.state.interactions_by_token[inter.token] = inter
-        self.gateway.dispatch("INTERACTION_CREATE", payload, application_id=app.id)
+        self.gateway.dispatch("INTERACTION_CREATE", payload, application_id=builder.app.id)
         self.actions.publish("interaction_create", payload, interaction_id=inter.id)
         return InteractionHandle(self._emu, inter)
-
-    def _command_data(
-        self, command: str, options: dict[str, Any] | None, channel: Channel, focused: str | None
-    ) -> dict[str, Any]:
-        parts = command.strip().lstrip("/").split()
-        cmd = self._find_command(channel.guild_id, parts[0], 1)
-        built, resolved = self._build_options(
-            cmd, parts[1:], options or {}, channel.guild_id, focused
-        )
-        data: dict[str, Any] = {"id": cmd["id"], "name": cmd["name"], "type": 1, "options": built}
-        if resolved:
-            data["resolved"] = resolved
-        if "guild_id" in cmd:
-            data["guild_id"] = cmd["guild_id"]
-        return data
-
-    def _check_command_permission(self, user_id: int, channel: Channel, cmd_name: str) -> None:
-        cmd = self._find_command(channel.guild_id, cmd_name, 1)
-        needed = cmd.get("default_member_permissions")
-        if (
-            needed is not None
-            and channel.guild_id is not None
-            and not P.has(self.permissions(channel, user_id), int(needed))
-        ):
-            raise PermissionError(f"the user may not use /{cmd_name} (default_member_permissions)")
 
     async def invoke_slash(
         self, user: Ref, channel: Ref, command: str, options: dict[str, Any] | None = None
@@ -502,9 +376,11 @@ class Control:
         """Run ``/command sub ... opt:value`` as ``user`` in ``channel``, e.g.
         ``await emu.invoke_slash(alice, chan, "job status", {"id": "X"})``."""
         ch = self.state.channels[ref_id(channel)]
-        self._check_command_permission(ref_id(user), ch, command.strip().lstrip("/").split()[0])
-        data = self._command_data(command, options, ch, None)
-        return self._dispatch_interaction(2, user, ch, data)
+        _refuse_in_archived_thread(ch)
+        builder = self._builder()
+        builder.check_command_permission(ref_id(user), ch, command.strip().lstrip("/").split()[0])
+        data = builder.command_data(command, options, ch, None)
+        return self._dispatch_interaction(APPLICATION_COMMAND, user, ch, data)
 
     async def autocomplete(
         self, user: Ref, channel: Ref, command: str, options: dict[str, Any], focused: str
@@ -512,15 +388,16 @@ class Control:
         """Autocomplete (interaction type 4) with ``focused`` being typed; ``await
         handle.wait_choices()`` returns the bot's choices."""
         ch = self.state.channels[ref_id(channel)]
-        data = self._command_data(command, options, ch, focused)
-        return self._dispatch_interaction(4, user, ch, data)
+        _refuse_in_archived_thread(ch)
+        data = self._builder().command_data(command, options, ch, focused)
+        return self._dispatch_interaction(AUTOCOMPLETE, user, ch, data)
 
     async def click(
         self, user: Ref, message: Ref, custom_id: str, *, values: list[str] | None = None
     ) -> InteractionHandle:
         """Click a button (or choose ``values`` in a select menu) on a message."""
         msg = self.state.messages[ref_id(message)]
-        component = _find_component(msg.components, custom_id)
+        component = find_component(msg.components, custom_id)
         if component is None:
             raise LookupError(f"no component with custom_id {custom_id!r} on message {msg.id}")
         if component.get("disabled"):
@@ -528,7 +405,9 @@ class Control:
         data: dict[str, Any] = {"custom_id": custom_id, "component_type": component["type"]}
         if values is not None or component["type"] != 2:
             data["values"] = list(values or [])
-        return self._dispatch_interaction(3, user, msg.channel_id, data, message=msg)
+        return self._dispatch_interaction(
+            MESSAGE_COMPONENT, user, msg.channel_id, data, message=msg
+        )
 
     async def submit_modal(
         self, user: Ref, handle: InteractionHandle, values: dict[str, Any]
@@ -538,16 +417,18 @@ class Control:
         modal = handle.interaction.modal
         if modal is None:
             raise LookupError("the bot did not answer this interaction with a modal")
-        unknown = set(values) - set(_modal_inputs(modal.get("components") or []))
+        unknown = set(values) - set(modal_inputs(modal.get("components") or []))
         if unknown:
             raise LookupError(f"no inputs {sorted(unknown)} in modal {modal.get('custom_id')!r}")
         data = {
             "custom_id": modal.get("custom_id"),
-            "components": _modal_submission(modal.get("components") or [], values),
+            "components": modal_submission(modal.get("components") or [], values),
         }
         parent = handle.interaction
         message = self.state.messages.get(parent.message_id) if parent.message_id else None
-        return self._dispatch_interaction(5, user, parent.channel_id, data, message=message)
+        return self._dispatch_interaction(
+            MODAL_SUBMIT, user, parent.channel_id, data, message=message
+        )
 
     # ----- reading -----------------------------------------------------------------------
     def message(self, message_id: Ref) -> Message:
@@ -567,7 +448,9 @@ class Control:
         ]
 
     def channel(self, channel_id: Ref) -> Channel:
-        return self.state.channels[ref_id(channel_id)]
+        """A channel or thread, including deleted ones."""
+        cid = ref_id(channel_id)
+        return self.state.channels.get(cid) or self.state.deleted_channels[cid]
 
     def threads(self, parent: Ref) -> list[Channel]:
         pid = ref_id(parent)
@@ -674,253 +557,9 @@ class Control:
         return out
 
 
-def _modal_inputs(components: list[dict[str, Any]]) -> list[str]:
-    found: list[str] = []
-    for comp in components:
-        if comp.get("custom_id"):
-            found.append(comp["custom_id"])
-        found += _modal_inputs(comp.get("components") or [])
-        if isinstance(comp.get("component"), dict):
-            found += _modal_inputs([comp["component"]])
-    return found
-
-
-def _modal_submission(
-    components: list[dict[str, Any]], values: dict[str, Any]
-) -> list[dict[str, Any]]:
-    """Mirror the modal's layout (action rows or labels) with the submitted values."""
-    out: list[dict[str, Any]] = []
-    for comp in components:
-        ctype = comp.get("type")
-        if ctype == 1:
-            out.append(
-                {"type": 1, "components": _modal_submission(comp.get("components") or [], values)}
-            )
-        elif ctype == 18 and isinstance(comp.get("component"), dict):
-            inner = _modal_submission([comp["component"]], values)
-            if inner:
-                out.append({"type": 18, "id": comp.get("id", 0), "component": inner[0]})
-        elif comp.get("custom_id"):
-            cid = comp["custom_id"]
-            entry: dict[str, Any] = {"type": ctype, "custom_id": cid, "id": comp.get("id", 0)}
-            if ctype == 4:
-                entry["value"] = str(values.get(cid, comp.get("value") or ""))
-            else:
-                entry["values"] = [str(v) for v in values.get(cid, [])]
-            out.append(entry)
-    return out
-
-
-def _find_component(components: list[dict[str, Any]], custom_id: str) -> dict[str, Any] | None:
-    for comp in components:
-        if comp.get("custom_id") == custom_id:
-            return comp
-        found = _find_component(comp.get("components") or [], custom_id)
-        if found is not None:
-            return found
-        accessory = comp.get("accessory")
-        if isinstance(accessory, dict) and accessory.get("custom_id") == custom_id:
-            return accessory
-    return None
-
-
-# ----- HTTP control API ------------------------------------------------------------------
-
-
-def _emu(request: web.Request) -> Emulator:
-    from .rest.common import EMU_KEY
-
-    return request.app[EMU_KEY]
-
-
-async def _json(request: web.Request) -> dict[str, Any]:
-    if not request.can_read_body:
-        return {}
-    data = await request.json()
-    return data if isinstance(data, dict) else {}
-
-
-async def http_state(request: web.Request) -> web.Response:
-    return web.json_response(_emu(request).snapshot())
-
-
-async def http_create_user(request: web.Request) -> web.Response:
-    body = await _json(request)
-    user = _emu(request).create_user(body.get("username", "user"))
-    return web.json_response(user.payload())
-
-
-async def http_create_guild(request: web.Request) -> web.Response:
-    emu = _emu(request)
-    body = await _json(request)
-    guild = emu.create_guild(body.get("name", "Guild"))
-    return web.json_response(emu.state.guild_create_payload(guild))
-
-
-async def http_create_channel(request: web.Request) -> web.Response:
-    emu = _emu(request)
-    body = await _json(request)
-    channel = emu.create_channel(
-        int(body["guild_id"]), body.get("name", "general"), type=int(body.get("type", TEXT))
-    )
-    return web.json_response(emu.state.channel_payload(channel))
-
-
-async def http_add_member(request: web.Request) -> web.Response:
-    emu = _emu(request)
-    body = await _json(request)
-    member = emu.add_member(
-        int(request.match_info["guild_id"]),
-        int(body["user_id"]),
-        roles=[int(r) for r in body.get("roles", [])],
-    )
-    return web.json_response(emu.state.member_payload(member))
-
-
-async def http_send_message(request: web.Request) -> web.Response:
-    emu = _emu(request)
-    body = await _json(request)
-    msg = emu.send_message(
-        int(body["user_id"]), int(request.match_info["channel_id"]), body.get("content", "")
-    )
-    return web.json_response(emu.state.message_payload(msg))
-
-
-async def http_history(request: web.Request) -> web.Response:
-    emu = _emu(request)
-    return web.json_response(emu.history_payload(int(request.match_info["channel_id"])))
-
-
-async def http_invoke(request: web.Request) -> web.Response:
-    emu = _emu(request)
-    body = await _json(request)
-    try:
-        handle = await emu.invoke_slash(
-            int(body["user_id"]),
-            int(body["channel_id"]),
-            str(body["command"]),
-            body.get("options") or {},
-        )
-    except (LookupError, ValueError, PermissionError) as exc:
-        return web.json_response({"error": str(exc)}, status=400)
-    return web.json_response({"interaction_id": str(handle.id)})
-
-
-async def http_click(request: web.Request) -> web.Response:
-    emu = _emu(request)
-    body = await _json(request)
-    try:
-        handle = await emu.click(
-            int(body["user_id"]),
-            int(body["message_id"]),
-            str(body["custom_id"]),
-            values=body.get("values"),
-        )
-    except (LookupError, ValueError, KeyError) as exc:
-        return web.json_response({"error": str(exc)}, status=400)
-    return web.json_response({"interaction_id": str(handle.id)})
-
-
-async def http_interaction(request: web.Request) -> web.Response:
-    emu = _emu(request)
-    inter = emu.state.interactions.get(int(request.match_info["interaction_id"]))
-    if inter is None:
-        return web.json_response({"error": "unknown interaction"}, status=404)
-    handle = InteractionHandle(emu, inter)
-    original = handle.original
-    return web.json_response(
-        {
-            "id": str(inter.id),
-            "response_type": inter.response_type,
-            "original": emu.state.message_payload(original) if original else None,
-            "followups": [emu.state.message_payload(m) for m in handle.followups],
-            "choices": inter.autocomplete_choices,
-        }
-    )
-
-
-async def http_advance(request: web.Request) -> web.Response:
-    emu = _emu(request)
-    body = await _json(request)
-    emu.advance(float(body.get("seconds", 0)))
-    return web.json_response({"now": emu.clock.iso()})
-
-
-async def http_faults(request: web.Request) -> web.Response:
-    emu = _emu(request)
-    body = await _json(request)
-    kind = body.get("kind")
-    if kind == "latency":
-        emu.faults.add_latency(float(body.get("seconds", 0)), body.get("path_contains"))
-    elif kind == "status":
-        emu.faults.fail_next(
-            int(body.get("status", 500)),
-            int(body.get("count", 1)),
-            path_contains=body.get("path_contains"),
-            method=body.get("method"),
-        )
-    elif kind == "ratelimit":
-        emu.faults.ratelimit_next(
-            int(body.get("count", 1)),
-            retry_after=float(body.get("retry_after", 0.05)),
-            path_contains=body.get("path_contains"),
-            method=body.get("method"),
-            is_global=bool(body.get("global", False)),
-        )
-    elif kind == "drop_gateway":
-        emu.drop_gateway()
-    elif kind == "restart":
-        asyncio.get_running_loop().call_soon(lambda: asyncio.ensure_future(emu.restart()))
-    elif kind == "clear":
-        emu.faults.clear()
-    else:
-        return web.json_response({"error": f"unknown fault kind {kind!r}"}, status=400)
-    return web.json_response({"ok": True})
-
-
-async def http_events(request: web.Request) -> web.WebSocketResponse:
-    """A WebSocket streaming every state-change event as JSON (for a live browser view)."""
-    emu = _emu(request)
-    ws = web.WebSocketResponse(heartbeat=30)
-    await ws.prepare(request)
-    sub = emu.subscribe(maxsize=1000)
-
-    async def pump() -> None:
-        async for ev in sub:
-            await ws.send_json(
-                {
-                    "kind": ev.kind,
-                    "at": ev.at,
-                    "data": ev.data,
-                    "extra": {k: str(v) for k, v in ev.extra.items()},
-                }
-            )
-
-    task = asyncio.create_task(pump())
-    try:
-        async for msg in ws:
-            if msg.type == WSMsgType.ERROR:
-                break
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await task
-        sub.close()
-    return ws
-
-
-def add_control_routes(app: web.Application) -> None:
-    r = app.router
-    r.add_get("/_emulator/state", http_state)
-    r.add_post("/_emulator/users", http_create_user)
-    r.add_post("/_emulator/guilds", http_create_guild)
-    r.add_post("/_emulator/guilds/{guild_id}/members", http_add_member)
-    r.add_post("/_emulator/channels", http_create_channel)
-    r.add_post("/_emulator/channels/{channel_id}/messages", http_send_message)
-    r.add_get("/_emulator/channels/{channel_id}/history", http_history)
-    r.add_post("/_emulator/interactions", http_invoke)
-    r.add_post("/_emulator/clicks", http_click)
-    r.add_get("/_emulator/interactions/{interaction_id}", http_interaction)
-    r.add_post("/_emulator/clock/advance", http_advance)
-    r.add_post("/_emulator/faults", http_faults)
-    r.add_get("/_emulator/events", http_events)
+def _refuse_in_archived_thread(channel: Channel) -> None:
+    # Discord's client offers no application commands in an archived thread: a user must
+    # unarchive it (by sending a message) first
+    # (https://discord.com/developers/docs/topics/threads#archiving-and-unarchiving-threads).
+    if channel.thread is not None and channel.thread.archived:
+        raise InteractionRefused(f"thread {channel.id} is archived")

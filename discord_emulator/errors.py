@@ -107,6 +107,11 @@ def old_message_edit_limit(retry_after: float) -> DiscordError:
 
 
 # 4xxxx / 5xxxx: request errors.
+def request_entity_too_large() -> DiscordError:
+    # An upload over the size limit: 413 with code 40005 (JSON Error Codes).
+    return DiscordError(413, 40005, "Request entity too large")
+
+
 def interaction_already_acknowledged() -> DiscordError:
     return DiscordError(400, 40060, "Interaction has already been acknowledged.")
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import WSMsgType, web
 
+from . import permissions as P
 from .events import EmulatorEvent
 from .state import DM
 
@@ -54,6 +55,29 @@ MESSAGE_CONTENT = 1 << 15
 PRIVILEGED = GUILD_MEMBERS | GUILD_PRESENCES | MESSAGE_CONTENT
 
 REPLAY_BUFFER = 2000
+
+# The intent each guild event needs (https://discord.com/developers/docs/events/gateway#list-of-intents);
+# MESSAGE_* events are handled separately (GUILD_MESSAGES or DIRECT_MESSAGES by channel).
+EVENT_INTENTS = {
+    "GUILD_CREATE": GUILDS,
+    "GUILD_UPDATE": GUILDS,
+    "GUILD_DELETE": GUILDS,
+    "GUILD_ROLE_CREATE": GUILDS,
+    "GUILD_ROLE_UPDATE": GUILDS,
+    "GUILD_ROLE_DELETE": GUILDS,
+    "CHANNEL_CREATE": GUILDS,
+    "CHANNEL_UPDATE": GUILDS,
+    "CHANNEL_DELETE": GUILDS,
+    "THREAD_CREATE": GUILDS,
+    "THREAD_UPDATE": GUILDS,
+    "THREAD_DELETE": GUILDS,
+    "THREAD_LIST_SYNC": GUILDS,
+    "THREAD_MEMBER_UPDATE": GUILDS,
+    "THREAD_MEMBERS_UPDATE": GUILDS,
+    "GUILD_MEMBER_ADD": GUILD_MEMBERS,
+    "GUILD_MEMBER_UPDATE": GUILD_MEMBERS,
+    "GUILD_MEMBER_REMOVE": GUILD_MEMBERS,
+}
 
 
 @dataclass(eq=False)
@@ -111,8 +135,11 @@ class Gateway:
         guild_id: int | None = None,
         channel_type: int | None = None,
         author_id: int | None = None,
+        channel_id: int | None = None,
+        thread_member_ids: set[int] | None = None,
     ) -> None:
-        """Dispatch to every session (of ``application_id``) whose intents want the event."""
+        """Dispatch to every session (of ``application_id``) whose intents and permissions
+        let it receive the event."""
         for session in list(self.sessions.values()):
             if application_id is not None and session.application_id != application_id:
                 continue
@@ -123,12 +150,31 @@ class Gateway:
                 needed = DIRECT_MESSAGES if channel_type == DM else GUILD_MESSAGES
                 if not session.intents & needed:
                     continue
+                if channel_id is not None and not self._can_view(session, channel_id):
+                    # Message events are only sent for channels the bot can view
+                    # (https://discord.com/developers/docs/topics/permissions: "VIEW_CHANNEL
+                    # ... read messages"; Gateway Events: guild events need access).
+                    continue
                 payload = self._strip_content(session, data, channel_type, author_id)
-            elif (event.startswith("THREAD_") or event.startswith("CHANNEL_")) and not (
-                session.intents & GUILDS
+            elif event in EVENT_INTENTS and not session.intents & EVENT_INTENTS[event]:
+                continue
+            if (
+                event == "THREAD_MEMBERS_UPDATE"
+                and thread_member_ids is not None
+                and not session.intents & GUILD_MEMBERS
+                and session.bot_user_id not in thread_member_ids
             ):
+                # Without GUILD_MEMBERS a bot only hears about its own thread membership
+                # (https://discord.com/developers/docs/events/gateway-events#thread-members-update).
                 continue
             self._dispatch_to(session, event, payload)
+
+    def _can_view(self, session: GatewaySession, channel_id: int) -> bool:
+        channel = self.emu.state.channels.get(channel_id)
+        if channel is None or channel.type == DM:
+            return True
+        perms = P.channel_permissions(self.emu.state, channel, session.bot_user_id)
+        return P.has(perms, P.VIEW_CHANNEL)
 
     def _bot_in_guild(self, session: GatewaySession, guild_id: int) -> bool:
         guild = self.emu.state.guilds.get(guild_id)

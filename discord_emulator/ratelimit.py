@@ -15,7 +15,7 @@ import hashlib
 import math
 from dataclasses import dataclass, field
 
-from .errors import DiscordError
+from .errors import DiscordError, old_message_edit_limit
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,13 @@ def bucket_hash(route: str) -> str:
     return hashlib.sha1(route.encode()).hexdigest()[:32]
 
 
+def retry_after_header(seconds: float) -> str:
+    """The Retry-After header: a whole number of seconds, rounded up (HTTP's delay-seconds);
+    the JSON body's ``retry_after`` carries the precise float
+    (https://discord.com/developers/docs/topics/rate-limits#exceeding-a-rate-limit)."""
+    return str(max(1, math.ceil(seconds)))
+
+
 def too_many(
     retry_after: float,
     *,
@@ -70,9 +77,7 @@ def too_many(
     headers: dict[str, str] | None = None,
 ) -> DiscordError:
     hdrs = dict(headers or {})
-    hdrs["Retry-After"] = (
-        str(max(1, math.ceil(retry_after))) if retry_after >= 1 else f"{retry_after:.3f}"
-    )
+    hdrs["Retry-After"] = retry_after_header(retry_after)
     hdrs["X-RateLimit-Scope"] = scope
     if is_global:
         hdrs["X-RateLimit-Global"] = "true"
@@ -134,11 +139,9 @@ class RateLimiter:
             ("old-edit", str(channel_id)), self.config.old_message_edit, now
         )
         if not ok:
-            from .errors import old_message_edit_limit
-
             err = old_message_edit_limit(reset_at - now)
             err.headers.update(
-                {"Retry-After": f"{reset_at - now:.3f}", "X-RateLimit-Scope": "user"}
+                {"Retry-After": retry_after_header(reset_at - now), "X-RateLimit-Scope": "user"}
             )
             raise err
 

@@ -20,7 +20,8 @@ from . import errors
 from . import permissions as P
 from .actions import Actions
 from .clock import VirtualClock
-from .control import Control, add_control_routes
+from .control import Control
+from .control_http import add_control_routes
 from .events import EventHub
 from .faults import Faults
 from .gateway import Gateway

@@ -194,6 +194,10 @@ class Message:
     interaction_id: int | None = None
     thread_id: int | None = None
     message_reference: dict[str, Any] | None = None
+    # Who the message pings, computed from content and allowed_mentions on create and edit.
+    mention_ids: list[int] = field(default_factory=list)
+    mention_role_ids: list[int] = field(default_factory=list)
+    mention_everyone: bool = False
     deleted_at: float | None = None
     versions: list[MessageVersion] = field(default_factory=list)
 
@@ -277,6 +281,8 @@ class State:
         # (author_id, nonce) -> (message id, virtual time) for enforce_nonce.
         self.nonces: dict[tuple[int, str], tuple[int, float]] = {}
         self.attachment_bytes: dict[int, bytes] = {}
+        # Channels and threads deleted through REST or the control API, for reading afterwards.
+        self.deleted_channels: dict[int, Channel] = {}
 
     def new_id(self) -> int:
         return self.snowflakes.next()
@@ -384,9 +390,9 @@ class State:
             "timestamp": self.clock.iso(msg.created_at),
             "edited_timestamp": self.clock.iso(msg.edited_at) if msg.edited_at else None,
             "tts": False,
-            "mention_everyone": False,
-            "mentions": [],
-            "mention_roles": [],
+            "mention_everyone": msg.mention_everyone,
+            "mentions": [self.users[u].payload() for u in msg.mention_ids if u in self.users],
+            "mention_roles": [str(r) for r in msg.mention_role_ids],
             "attachments": [dict(a) for a in msg.attachments],
             "embeds": [dict(e) for e in msg.embeds],
             "components": [dict(c) for c in msg.components],
@@ -420,6 +426,11 @@ class State:
             member = self.member(msg.guild_id, msg.author_id)
             if member is not None:
                 data["member"] = self.member_payload(member, with_user=False)
+            # Gateway mentions carry a partial member for guild members (Message Create event).
+            for mention in data["mentions"]:
+                mentioned = self.member(msg.guild_id, int(mention["id"]))
+                if mentioned is not None:
+                    mention["member"] = self.member_payload(mentioned, with_user=False)
         return data
 
     def guild_payload(self, guild: Guild) -> dict[str, Any]:

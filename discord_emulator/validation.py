@@ -5,14 +5,22 @@ https://discord.com/developers/docs/resources/message#embed-object-embed-limits 
 description 4096, 25 fields, field name 256 / value 1024, footer 2048, author 256, 10 embeds,
 6000 characters in total) and
 https://discord.com/developers/docs/interactions/message-components (5 action rows, 5 buttons
-per row, custom_id 100, label 80). Empty messages: 400 / 50006.
+per row, custom_id 100, label 80), select menus, modals, autocomplete choices and upload sizes
+(each function cites its page). Empty messages: 400 / 50006; files over the limit: 413 / 40005.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .errors import empty_message, field_error, invalid_form_body, merge_errors
+from .errors import (
+    empty_message,
+    field_error,
+    invalid_form_body,
+    merge_errors,
+    request_entity_too_large,
+)
+from .mentions import validate_allowed_mentions
 
 MAX_CONTENT = 2000
 MAX_EMBEDS = 10
@@ -23,6 +31,10 @@ def _max_len(path: list[str | int], value: Any, limit: int) -> dict[str, Any] | 
     if isinstance(value, str) and len(value) > limit:
         return field_error(path, "BASE_TYPE_MAX_LENGTH", f"Must be {limit} or fewer in length.")
     return None
+
+
+def _required(path: list[str | int]) -> dict[str, Any]:
+    return field_error(path, "BASE_TYPE_REQUIRED", "This field is required")
 
 
 def _embed_errors(embeds: list[Any], prefix: list[str | int]) -> dict[str, Any]:
@@ -67,8 +79,12 @@ def _embed_errors(embeds: list[Any], prefix: list[str | int]) -> dict[str, Any]:
                 )
             )
         for j, fld in enumerate(fields[:25]):
-            add(_max_len([*p, "fields", j, "name"], fld.get("name"), 256))
-            add(_max_len([*p, "fields", j, "value"], fld.get("value"), 1024))
+            for key, limit in (("name", 256), ("value", 1024)):
+                # Embed Field Structure: name and value are required (an empty string is
+                # refused like a missing one).
+                if not fld.get(key):
+                    add(_required([*p, "fields", j, key]))
+                add(_max_len([*p, "fields", j, key], fld.get(key), limit))
         for text in (
             embed.get("title"),
             embed.get("description"),
@@ -111,7 +127,109 @@ def _component_errors(components: list[Any], prefix: list[str | int]) -> dict[st
                 err = _max_len([*p, j, key], child.get(key), limit)
                 if err:
                     merge_errors(errors, err)
+            if isinstance(child, dict) and child.get("type") in SELECT_TYPES:
+                merge_errors(errors, _select_errors(child, [*p, j]))
     return errors
+
+
+# https://discord.com/developers/docs/components/reference#string-select: 1-25 options (string
+# select only), option label/value/description 100, placeholder 150, min_values 0-25,
+# max_values 1-25.
+SELECT_TYPES = (3, 5, 6, 7, 8)
+STRING_SELECT = 3
+
+
+def _select_errors(select: dict[str, Any], p: list[str | int]) -> dict[str, Any]:
+    errors: dict[str, Any] = {}
+
+    def add(err: dict[str, Any] | None) -> None:
+        if err:
+            merge_errors(errors, err)
+
+    add(_max_len([*p, "placeholder"], select.get("placeholder"), 150))
+    if select.get("type") == STRING_SELECT:
+        options = select.get("options") or []
+        if not 1 <= len(options) <= 25:
+            add(
+                field_error(
+                    [*p, "options"], "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 25 in length."
+                )
+            )
+        for k, option in enumerate(options[:25]):
+            for key in ("label", "value", "description"):
+                add(_max_len([*p, "options", k, key], option.get(key), 100))
+    for key, low in (("min_values", 0), ("max_values", 1)):
+        value = select.get(key)
+        if isinstance(value, int) and not low <= value <= 25:
+            code = "NUMBER_TYPE_MAX" if value > 25 else "NUMBER_TYPE_MIN"
+            add(field_error([*p, key], code, f"int value should be between {low} and 25."))
+    return errors
+
+
+def validate_choices(choices: list[Any]) -> None:
+    """Autocomplete result (response type 8): at most 25 choices, each name 1-100 characters and
+    a string value of at most 100
+    (https://discord.com/developers/docs/interactions/application-commands#application-command-object-application-command-option-choice-structure)."""
+    if len(choices) > 25:
+        raise invalid_form_body(
+            field_error(
+                ["data", "choices"], "BASE_TYPE_MAX_LENGTH", "Must be 25 or fewer in length."
+            )
+        )
+    errors: dict[str, Any] = {}
+    for i, choice in enumerate(choices):
+        p: list[str | int] = ["data", "choices", i]
+        name = choice.get("name") if isinstance(choice, dict) else None
+        if not isinstance(name, str) or not 1 <= len(name) <= 100:
+            merge_errors(
+                errors,
+                field_error(
+                    [*p, "name"], "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length."
+                ),
+            )
+        value = choice.get("value") if isinstance(choice, dict) else None
+        err = _max_len([*p, "value"], value, 100)
+        if err:
+            merge_errors(errors, err)
+    if errors:
+        raise invalid_form_body(errors)
+
+
+def validate_modal(data: dict[str, Any]) -> None:
+    """Modal response (type 9): title 1-45 and custom_id 1-100 characters, 1-5 components
+    (https://discord.com/developers/docs/interactions/receiving-and-responding#interaction-response-object-modal)."""
+    errors: dict[str, Any] = {}
+    for key, limit in (("title", 45), ("custom_id", 100)):
+        value = data.get(key)
+        if not isinstance(value, str) or not 1 <= len(value) <= limit:
+            merge_errors(
+                errors,
+                field_error(
+                    ["data", key],
+                    "BASE_TYPE_BAD_LENGTH",
+                    f"Must be between 1 and {limit} in length.",
+                ),
+            )
+    components = data.get("components") or []
+    if not 1 <= len(components) <= 5:
+        merge_errors(
+            errors,
+            field_error(
+                ["data", "components"], "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 5 in length."
+            ),
+        )
+    if errors:
+        raise invalid_form_body(errors)
+
+
+# Uploads: 10 MiB per file without boosts (https://discord.com/developers/docs/reference#uploading-files;
+# the interaction payload's attachment_size_limit says the same). Larger: 413 / 40005.
+MAX_UPLOAD_BYTES = 10 * 1024 * 1024
+
+
+def validate_upload_sizes(sizes: list[int]) -> None:
+    if any(size > MAX_UPLOAD_BYTES for size in sizes):
+        raise request_entity_too_large()
 
 
 def validate_message(
@@ -135,6 +253,7 @@ def validate_message(
         merge_errors(errors, _component_errors(components, pre))
     if errors:
         raise invalid_form_body(errors)
+    validate_allowed_mentions(payload.get("allowed_mentions"), pre)
     if require_content and not (
         payload.get("content")
         or payload.get("embeds")

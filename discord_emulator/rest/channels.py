@@ -56,6 +56,10 @@ async def create_message(request: web.Request) -> web.Response:
     if not P.has(perms, needed):
         raise errors.missing_permissions()
     payload, files = await read_body(request)
+    if payload.get("message_reference") and not P.has(perms, P.READ_MESSAGE_HISTORY):
+        # A reply needs Read Message History
+        # (https://discord.com/developers/docs/resources/message#create-message).
+        raise errors.missing_permissions()
     validate_message(payload, has_files=bool(files))
     emu.actions.ensure_writable_thread(channel, can_manage=P.has(perms, P.MANAGE_THREADS))
     msg = emu.actions.create_message(channel, bot_id, payload, files)
@@ -64,7 +68,12 @@ async def create_message(request: web.Request) -> web.Response:
 
 async def get_message_route(request: web.Request) -> web.Response:
     emu = emu_of(request)
-    channel, _ = _bot_channel(request)
+    channel, bot_id = _bot_channel(request)
+    if not P.has(emu.permissions(channel, bot_id), P.READ_MESSAGE_HISTORY):
+        # "If operating on a guild channel, this endpoint requires the READ_MESSAGE_HISTORY
+        # permission" (https://discord.com/developers/docs/resources/message#get-channel-message);
+        # Discord answers 50001 Missing Access here (observed).
+        raise errors.missing_access()
     msg = get_message(emu, channel.id, snowflake(request, "message_id"))
     return json_response(emu.state.message_payload(msg))
 
@@ -133,8 +142,8 @@ async def delete_message(request: web.Request) -> web.Response:
     msg = get_message(emu, channel.id, snowflake(request, "message_id"))
     if msg.author_id != bot_id and not P.has(emu.permissions(channel, bot_id), P.MANAGE_MESSAGES):
         raise errors.missing_permissions()
-    if channel.thread is not None and channel.thread.archived:
-        raise errors.thread_archived()
+    # Deleting is allowed in an archived thread (only sending and editing are refused):
+    # https://discord.com/developers/docs/topics/threads#archiving-and-unarchiving-threads
     emu.actions.delete_message(msg)
     return no_content()
 
@@ -242,17 +251,67 @@ async def modify_channel(request: web.Request) -> web.Response:
 async def join_thread(request: web.Request) -> web.Response:
     emu = emu_of(request)
     channel, bot_id = _bot_channel(request)
-    if channel.thread is None:
-        raise errors.DiscordError(400, 50024, "Cannot execute action on this channel type")
-    channel.thread_member_ids.add(bot_id)
-    emu.actions.publish("thread_members_update", {"id": str(channel.id)}, channel_id=channel.id)
+    emu.actions.add_thread_member(channel, bot_id)
     return no_content()
 
 
 async def leave_thread(request: web.Request) -> web.Response:
+    emu = emu_of(request)
     channel, bot_id = _bot_channel(request)
-    channel.thread_member_ids.discard(bot_id)
+    emu.actions.remove_thread_member(channel, bot_id)
     return no_content()
+
+
+def _thread_target(request: web.Request) -> tuple[Channel, int, int]:
+    emu = emu_of(request)
+    channel, bot_id = _bot_channel(request)
+    user_id = snowflake(request, "user_id")
+    if user_id not in emu.state.users:
+        raise errors.unknown_user()
+    if channel.guild_id is not None and emu.state.member(channel.guild_id, user_id) is None:
+        raise errors.unknown_member()
+    return channel, bot_id, user_id
+
+
+async def add_thread_member(request: web.Request) -> web.Response:
+    """Add Thread Member: needs the ability to send messages in the thread
+    (https://discord.com/developers/docs/resources/channel#add-thread-member)."""
+    emu = emu_of(request)
+    channel, bot_id, user_id = _thread_target(request)
+    if not P.has(emu.permissions(channel, bot_id), P.SEND_MESSAGES_IN_THREADS):
+        raise errors.missing_permissions()
+    emu.actions.add_thread_member(channel, user_id)
+    return no_content()
+
+
+async def remove_thread_member(request: web.Request) -> web.Response:
+    """Remove Thread Member: Manage Threads, or the creator of a private thread
+    (https://discord.com/developers/docs/resources/channel#remove-thread-member)."""
+    emu = emu_of(request)
+    channel, bot_id, user_id = _thread_target(request)
+    manage = P.has(emu.permissions(channel, bot_id), P.MANAGE_THREADS)
+    own_private = channel.type == PRIVATE_THREAD and channel.owner_id == bot_id
+    if not (manage or own_private):
+        raise errors.missing_permissions()
+    emu.actions.remove_thread_member(channel, user_id)
+    return no_content()
+
+
+async def delete_channel(request: web.Request) -> web.Response:
+    """Delete/Close Channel: Manage Channels for a guild channel, Manage Threads for a thread;
+    answers the deleted channel object
+    (https://discord.com/developers/docs/resources/channel#deleteclose-channel)."""
+    emu = emu_of(request)
+    channel, bot_id = _bot_channel(request)
+    data = emu.state.channel_payload(channel)
+    if channel.type == DM:
+        # Closing a DM only closes it for the bot; the channel stays.
+        return json_response(data)
+    needed = P.MANAGE_THREADS if channel.is_thread else P.MANAGE_CHANNELS
+    if not P.has(emu.permissions(channel, bot_id), needed):
+        raise errors.missing_permissions()
+    emu.actions.delete_channel(channel)
+    return json_response(data)
 
 
 async def typing(request: web.Request) -> web.Response:
@@ -277,7 +336,10 @@ ROUTES = [
     ("POST", "/channels/{channel_id}/messages/{message_id}/threads", start_thread_from_message),
     ("POST", "/channels/{channel_id}/threads", start_thread),
     ("PATCH", "/channels/{channel_id}", modify_channel),
+    ("DELETE", "/channels/{channel_id}", delete_channel),
     ("PUT", "/channels/{channel_id}/thread-members/@me", join_thread),
     ("DELETE", "/channels/{channel_id}/thread-members/@me", leave_thread),
+    ("PUT", "/channels/{channel_id}/thread-members/{user_id}", add_thread_member),
+    ("DELETE", "/channels/{channel_id}/thread-members/{user_id}", remove_thread_member),
     ("POST", "/channels/{channel_id}/typing", typing),
 ]

@@ -11,6 +11,7 @@ from aiohttp import BodyPartReader, web
 from discord_emulator import errors
 from discord_emulator.actions import UploadedFile
 from discord_emulator.state import Application, Channel, Message
+from discord_emulator.validation import validate_upload_sizes
 
 if TYPE_CHECKING:
     from discord_emulator.server import Emulator
@@ -67,6 +68,7 @@ async def read_body(request: web.Request) -> tuple[dict[str, Any], list[Uploaded
                         bytes(data),
                     )
                 )
+        validate_upload_sizes([len(f.data) for f in files])
         return payload, files
     if not request.can_read_body:
         return {}, []

@@ -23,7 +23,7 @@ from discord_emulator.state import (
     Interaction,
     Message,
 )
-from discord_emulator.validation import validate_message
+from discord_emulator.validation import validate_choices, validate_message, validate_modal
 
 from .channels import _ensure_not_emptied
 from .common import emu_of, json_response, no_content, read_body, snowflake
@@ -142,14 +142,10 @@ async def callback(request: web.Request) -> web.Response:
             emu.actions.edit_message(message, data, files)
     elif rtype == AUTOCOMPLETE_RESULT:
         choices = data.get("choices") or []
-        if len(choices) > 25:
-            raise errors.invalid_form_body(
-                errors.field_error(
-                    ["data", "choices"], "BASE_TYPE_MAX_LENGTH", "Must be 25 or fewer in length."
-                )
-            )
+        validate_choices(choices)
         inter.autocomplete_choices = list(choices)
     elif rtype == MODAL:
+        validate_modal(data)
         inter.modal = dict(data)
     inter.response_type = int(rtype)
     inter.responded_at = now

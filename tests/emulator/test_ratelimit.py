@@ -163,3 +163,27 @@ async def test_server_errors_and_latency(world: World, running: commands.Bot) ->
     await channel.send("slow")
     assert time.perf_counter() - start >= 0.2
     emu.faults.clear()
+
+
+async def test_retry_after_header_is_whole_seconds_and_body_is_precise(
+    world: World, running: commands.Bot
+) -> None:
+    emu = world.emu
+    emu.faults.ratelimit_next(1, retry_after=0.05, path_contains="/messages", method="POST")
+    url = f"{emu.api_base}/channels/{world.channel.id}/messages"
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(url, json={"content": "x"}, headers=auth(emu)) as resp,
+    ):
+        assert resp.status == 429
+        assert resp.headers["Retry-After"] == "1"
+        body = await resp.json()
+    assert body["retry_after"] == 0.05
+    # discord.py waits the body's precise value, not the rounded header.
+    emu.faults.ratelimit_next(1, retry_after=0.05, path_contains="/messages", method="POST")
+    channel = running.get_channel(world.channel.id)
+    assert isinstance(channel, discord.TextChannel)
+    started = time.monotonic()
+    await channel.send("after a short wait")
+    assert time.monotonic() - started < 0.9
+    assert len(emu.request_log(path_contains="/messages", status=429)) == 2

@@ -1,0 +1,225 @@
+"""The HTTP control API: the :class:`~discord_emulator.control.Control` operations as JSON
+routes under ``/_emulator/``, plus a WebSocket event stream at ``/_emulator/events``.
+
+The sandbox and the browser view use these; Python tests call the control methods directly.
+:func:`add_control_routes` mounts them on the emulator's aiohttp app.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import WSMsgType, web
+
+from .control import InteractionHandle
+from .rest.common import EMU_KEY
+from .state import TEXT
+
+if TYPE_CHECKING:
+    from .server import Emulator
+
+
+def _emu(request: web.Request) -> Emulator:
+    return request.app[EMU_KEY]
+
+
+async def _json(request: web.Request) -> dict[str, Any]:
+    if not request.can_read_body:
+        return {}
+    data = await request.json()
+    return data if isinstance(data, dict) else {}
+
+
+async def http_state(request: web.Request) -> web.Response:
+    return web.json_response(_emu(request).snapshot())
+
+
+async def http_create_user(request: web.Request) -> web.Response:
+    body = await _json(request)
+    user = _emu(request).create_user(body.get("username", "user"))
+    return web.json_response(user.payload())
+
+
+async def http_create_guild(request: web.Request) -> web.Response:
+    emu = _emu(request)
+    body = await _json(request)
+    guild = emu.create_guild(body.get("name", "Guild"))
+    return web.json_response(emu.state.guild_create_payload(guild))
+
+
+async def http_create_channel(request: web.Request) -> web.Response:
+    emu = _emu(request)
+    body = await _json(request)
+    channel = emu.create_channel(
+        int(body["guild_id"]), body.get("name", "general"), type=int(body.get("type", TEXT))
+    )
+    return web.json_response(emu.state.channel_payload(channel))
+
+
+async def http_add_member(request: web.Request) -> web.Response:
+    emu = _emu(request)
+    body = await _json(request)
+    member = emu.add_member(
+        int(request.match_info["guild_id"]),
+        int(body["user_id"]),
+        roles=[int(r) for r in body.get("roles", [])],
+    )
+    return web.json_response(emu.state.member_payload(member))
+
+
+async def http_delete_channel(request: web.Request) -> web.Response:
+    emu = _emu(request)
+    channel = emu.delete_channel(int(request.match_info["channel_id"]))
+    return web.json_response(emu.state.channel_payload(channel))
+
+
+async def http_send_message(request: web.Request) -> web.Response:
+    emu = _emu(request)
+    body = await _json(request)
+    msg = emu.send_message(
+        int(body["user_id"]), int(request.match_info["channel_id"]), body.get("content", "")
+    )
+    return web.json_response(emu.state.message_payload(msg))
+
+
+async def http_history(request: web.Request) -> web.Response:
+    emu = _emu(request)
+    return web.json_response(emu.history_payload(int(request.match_info["channel_id"])))
+
+
+async def http_invoke(request: web.Request) -> web.Response:
+    emu = _emu(request)
+    body = await _json(request)
+    try:
+        handle = await emu.invoke_slash(
+            int(body["user_id"]),
+            int(body["channel_id"]),
+            str(body["command"]),
+            body.get("options") or {},
+        )
+    except (LookupError, ValueError, PermissionError) as exc:
+        return web.json_response({"error": str(exc)}, status=400)
+    return web.json_response({"interaction_id": str(handle.id)})
+
+
+async def http_click(request: web.Request) -> web.Response:
+    emu = _emu(request)
+    body = await _json(request)
+    try:
+        handle = await emu.click(
+            int(body["user_id"]),
+            int(body["message_id"]),
+            str(body["custom_id"]),
+            values=body.get("values"),
+        )
+    except (LookupError, ValueError, KeyError) as exc:
+        return web.json_response({"error": str(exc)}, status=400)
+    return web.json_response({"interaction_id": str(handle.id)})
+
+
+async def http_interaction(request: web.Request) -> web.Response:
+    emu = _emu(request)
+    inter = emu.state.interactions.get(int(request.match_info["interaction_id"]))
+    if inter is None:
+        return web.json_response({"error": "unknown interaction"}, status=404)
+    handle = InteractionHandle(emu, inter)
+    original = handle.original
+    return web.json_response(
+        {
+            "id": str(inter.id),
+            "response_type": inter.response_type,
+            "original": emu.state.message_payload(original) if original else None,
+            "followups": [emu.state.message_payload(m) for m in handle.followups],
+            "choices": inter.autocomplete_choices,
+        }
+    )
+
+
+async def http_advance(request: web.Request) -> web.Response:
+    emu = _emu(request)
+    body = await _json(request)
+    emu.advance(float(body.get("seconds", 0)))
+    return web.json_response({"now": emu.clock.iso()})
+
+
+async def http_faults(request: web.Request) -> web.Response:
+    emu = _emu(request)
+    body = await _json(request)
+    kind = body.get("kind")
+    if kind == "latency":
+        emu.faults.add_latency(float(body.get("seconds", 0)), body.get("path_contains"))
+    elif kind == "status":
+        emu.faults.fail_next(
+            int(body.get("status", 500)),
+            int(body.get("count", 1)),
+            path_contains=body.get("path_contains"),
+            method=body.get("method"),
+        )
+    elif kind == "ratelimit":
+        emu.faults.ratelimit_next(
+            int(body.get("count", 1)),
+            retry_after=float(body.get("retry_after", 0.05)),
+            path_contains=body.get("path_contains"),
+            method=body.get("method"),
+            is_global=bool(body.get("global", False)),
+        )
+    elif kind == "drop_gateway":
+        emu.drop_gateway()
+    elif kind == "restart":
+        asyncio.get_running_loop().call_soon(lambda: asyncio.ensure_future(emu.restart()))
+    elif kind == "clear":
+        emu.faults.clear()
+    else:
+        return web.json_response({"error": f"unknown fault kind {kind!r}"}, status=400)
+    return web.json_response({"ok": True})
+
+
+async def http_events(request: web.Request) -> web.WebSocketResponse:
+    """A WebSocket streaming every state-change event as JSON (for a live browser view)."""
+    emu = _emu(request)
+    ws = web.WebSocketResponse(heartbeat=30)
+    await ws.prepare(request)
+    sub = emu.subscribe(maxsize=1000)
+
+    async def pump() -> None:
+        async for ev in sub:
+            await ws.send_json(
+                {
+                    "kind": ev.kind,
+                    "at": ev.at,
+                    "data": ev.data,
+                    "extra": {k: str(v) for k, v in ev.extra.items()},
+                }
+            )
+
+    task = asyncio.create_task(pump())
+    try:
+        async for msg in ws:
+            if msg.type == WSMsgType.ERROR:
+                break
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+        sub.close()
+    return ws
+
+
+def add_control_routes(app: web.Application) -> None:
+    r = app.router
+    r.add_get("/_emulator/state", http_state)
+    r.add_post("/_emulator/users", http_create_user)
+    r.add_post("/_emulator/guilds", http_create_guild)
+    r.add_post("/_emulator/guilds/{guild_id}/members", http_add_member)
+    r.add_post("/_emulator/channels", http_create_channel)
+    r.add_delete("/_emulator/channels/{channel_id}", http_delete_channel)
+    r.add_post("/_emulator/channels/{channel_id}/messages", http_send_message)
+    r.add_get("/_emulator/channels/{channel_id}/history", http_history)
+    r.add_post("/_emulator/interactions", http_invoke)
+    r.add_post("/_emulator/clicks", http_click)
+    r.add_get("/_emulator/interactions/{interaction_id}", http_interaction)
+    r.add_post("/_emulator/clock/advance", http_advance)
+    r.add_post("/_emulator/faults", http_faults)
+    r.add_get("/_emulator/events", http_events)
