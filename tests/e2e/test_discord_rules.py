@@ -5,7 +5,7 @@ pings nobody in any bot message."""
 from __future__ import annotations
 
 from bot.client import ErrandBot
-from jobs.worker import Worker
+from jobs.runtime.worker import Worker
 
 from .conftest import Errand, poll
 
