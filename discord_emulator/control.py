@@ -199,11 +199,19 @@ class Control:
         owner: Ref | None = None,
         everyone_permissions: int = P.DEFAULT_EVERYONE,
         bot_permissions: int | None = DEFAULT_BOT_PERMISSIONS,
+        shard: tuple[int, int] | None = None,
     ) -> Guild:
         """A guild with an @everyone role; the bot joins with a managed role unless
-        ``bot_permissions`` is None."""
+        ``bot_permissions`` is None. ``shard=(shard_id, num_shards)`` picks an id whose events
+        go to that shard (``(guild_id >> 22) % num_shards``)."""
         owner_id = ref_id(owner) if owner is not None else self.create_user(f"{name}-owner").id
-        guild = Guild(id=self.state.new_id(), name=name, owner_id=owner_id)
+        guild_id = self.state.new_id()
+        if shard is not None:
+            shard_id, num_shards = shard
+            ms = guild_id >> 22
+            ms += (shard_id - ms) % num_shards
+            guild_id = (ms << 22) | (guild_id & ((1 << 22) - 1))
+        guild = Guild(id=guild_id, name=name, owner_id=owner_id)
         guild.roles[guild.id] = Role(guild.id, guild.id, "@everyone", everyone_permissions)
         self.state.guilds[guild.id] = guild
         self.add_member(guild, owner_id)

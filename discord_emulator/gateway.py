@@ -43,7 +43,7 @@ UNKNOWN_OPCODE, DECODE_ERROR, NOT_AUTHENTICATED, AUTH_FAILED, ALREADY_AUTHENTICA
     4004,
     4005,
 )
-SESSION_TIMED_OUT, DISALLOWED_INTENTS = 4009, 4014
+SESSION_TIMED_OUT, INVALID_SHARD, SHARDING_REQUIRED, DISALLOWED_INTENTS = 4009, 4010, 4011, 4014
 
 # Intents (https://discord.com/developers/docs/events/gateway#list-of-intents).
 GUILDS = 1 << 0
@@ -99,6 +99,22 @@ class GatewaySession:
     buffer: deque[tuple[int, str]] = field(default_factory=lambda: deque(maxlen=REPLAY_BUFFER))
     connection: Connection | None = None
     resumable: bool = True
+    # [shard_id, num_shards] from IDENTIFY; an unsharded session is shard 0 of 1.
+    shard: tuple[int, int] = (0, 1)
+
+    def owns_guild(self, guild_id: int | None) -> bool:
+        """Whether this session's shard receives a guild's events: ``(guild_id >> 22) %
+        num_shards``; events outside any guild (DMs) go to shard 0 only
+        (https://discord.com/developers/docs/events/gateway#sharding)."""
+        shard_id, num_shards = self.shard
+        if guild_id is None:
+            return shard_id == 0
+        return shard_id_of(guild_id, num_shards) == shard_id
+
+
+def shard_id_of(guild_id: int, num_shards: int) -> int:
+    """The shard that receives a guild's events, by Discord's formula."""
+    return (guild_id >> 22) % num_shards
 
 
 class Gateway:
@@ -106,6 +122,10 @@ class Gateway:
         self.emu = emu
         self.sessions: dict[str, GatewaySession] = {}
         self.connections: set[Connection] = set()
+        # (application id, rate-limit bucket) -> virtual time of the last IDENTIFY it accepted.
+        self.identified_at: dict[tuple[int, int], float] = {}
+        # Sessions started per application (session_start_limit.remaining counts down).
+        self.sessions_started: dict[int, int] = {}
 
     # ----- sending -----------------------------------------------------------------------
     def _send(self, conn: Connection, payload: dict[str, Any]) -> None:
@@ -138,10 +158,15 @@ class Gateway:
         channel_id: int | None = None,
         thread_member_ids: set[int] | None = None,
     ) -> None:
-        """Dispatch to every session (of ``application_id``) whose intents and permissions
+        """Dispatch to every session (of ``application_id``) whose intents, permissions and shard
         let it receive the event."""
+        shard_guild = guild_id
+        if shard_guild is None and data.get("guild_id") is not None:
+            shard_guild = int(data["guild_id"])
         for session in list(self.sessions.values()):
             if application_id is not None and session.application_id != application_id:
+                continue
+            if not session.owns_guild(shard_guild):
                 continue
             if guild_id is not None and not self._bot_in_guild(session, guild_id):
                 continue
@@ -315,18 +340,45 @@ class Gateway:
         intents = int(data.get("intents", 0))
         if intents & PRIVILEGED and not app.privileged_intents:
             return DISALLOWED_INTENTS
+        shard = _parse_shard(data.get("shard", [0, 1]))
+        if shard is None:
+            return INVALID_SHARD
+        state = self.emu.state
+        bot_guilds = [
+            g
+            for g in state.guilds.values()
+            if app.bot_user_id in g.members and shard_id_of(g.id, shard[1]) == shard[0]
+        ]
+        # "Each shard can only support a maximum of 2500 guilds": past it Discord closes with
+        # 4011 (https://discord.com/developers/docs/events/gateway#sharding).
+        if len(bot_guilds) > self.emu.config.max_guilds_per_shard:
+            return SHARDING_REQUIRED
+        # IDENTIFY is limited per bucket (shard_id % max_concurrency) to one per 5 seconds;
+        # past it the gateway answers op 9 Invalid Session
+        # (https://discord.com/developers/docs/events/gateway#session-start-limit-object and
+        # #sharding-max-concurrency).
+        bucket = (app.id, shard[0] % self.emu.config.max_concurrency)
+        now = self.emu.clock.time()
+        last = self.identified_at.get(bucket)
+        if last is not None and now - last < self.emu.config.identify_interval:
+            self._send(conn, {"op": INVALID_SESSION, "d": False})
+            self.emu.events.publish(
+                EmulatorEvent("gateway_identify_refused", {"shard": list(shard)}, now)
+            )
+            return None
+        self.identified_at[bucket] = now
+        self.sessions_started[app.id] = self.sessions_started.get(app.id, 0) + 1
         session = GatewaySession(
             session_id=secrets.token_hex(16),
             application_id=app.id,
             bot_user_id=app.bot_user_id,
             token=app.token,
             intents=intents,
+            shard=shard,
         )
         self.sessions[session.session_id] = session
         conn.session = session
         session.connection = conn
-        state = self.emu.state
-        bot_guilds = [g for g in state.guilds.values() if app.bot_user_id in g.members]
         user = state.users[app.bot_user_id].payload()
         user.update(verified=True, mfa_enabled=False, email=None)
         ready: dict[str, Any] = {
@@ -346,7 +398,7 @@ class Gateway:
             "_trace": ["discord-emulator"],
         }
         if "shard" in data:
-            ready["shard"] = data["shard"]
+            ready["shard"] = list(shard)
         self._dispatch_to(session, "READY", ready)
         if intents & GUILDS:
             for guild in bot_guilds:
@@ -401,3 +453,15 @@ class Gateway:
         for conn in list(self.connections):
             with contextlib.suppress(Exception):
                 await conn.ws.close(code=1001)
+
+
+def _parse_shard(value: Any) -> tuple[int, int] | None:
+    """``[shard_id, num_shards]`` if valid, else None (close code 4010, Invalid shard)."""
+    if not isinstance(value, list | tuple) or len(value) != 2:
+        return None
+    shard_id, num_shards = value
+    if not isinstance(shard_id, int) or not isinstance(num_shards, int):
+        return None
+    if num_shards < 1 or not 0 <= shard_id < num_shards:
+        return None
+    return shard_id, num_shards

@@ -46,6 +46,14 @@ class EmulatorConfig:
     interaction_token_ttl: float = 900.0
     # Messages older than this get the stricter edit sub-limit (code 30046).
     old_message_age: float = 3600.0
+    # Sharding (https://discord.com/developers/docs/events/gateway#sharding): a shard may hold
+    # at most 2500 guilds; /gateway/bot recommends one shard per 1000; IDENTIFY is paced to
+    # one per ``identify_interval`` seconds per max_concurrency bucket.
+    max_guilds_per_shard: int = 2500
+    guilds_per_recommended_shard: int = 1000
+    max_concurrency: int = 1
+    identify_interval: float = 5.0
+    session_start_total: int = 1000
     ratelimits: RateLimitConfig = field(default_factory=RateLimitConfig)
 
 

@@ -28,7 +28,7 @@ ClientT = TypeVar("ClientT", bound=discord.Client)
 
 def fast_config(**overrides: object) -> EmulatorConfig:
     """A config for tests: Discord's rules and limits, with rate-limit windows 100x shorter."""
-    config = EmulatorConfig(ratelimits=RateLimitConfig(time_scale=0.01))
+    config = EmulatorConfig(ratelimits=RateLimitConfig(time_scale=0.01), identify_interval=0.05)
     for key, value in overrides.items():
         setattr(config, key, value)
     return config

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from aiohttp import web
@@ -65,17 +66,24 @@ async def get_gateway(request: web.Request) -> web.Response:
 
 
 async def get_gateway_bot(request: web.Request) -> web.Response:
+    # https://discord.com/developers/docs/events/gateway#get-gateway-bot: the recommended
+    # shard count and the session start limit (total, remaining, reset_after ms,
+    # max_concurrency).
     emu = emu_of(request)
-    acting_app(request)
+    app = acting_app(request)
+    config = emu.config
+    guilds = sum(1 for g in emu.state.guilds.values() if app.bot_user_id in g.members)
+    shards = max(1, math.ceil(guilds / config.guilds_per_recommended_shard))
+    started = emu.gateway.sessions_started.get(app.id, 0)
     return json_response(
         {
             "url": emu.gateway_url,
-            "shards": 1,
+            "shards": shards,
             "session_start_limit": {
-                "total": 1000,
-                "remaining": 999,
+                "total": config.session_start_total,
+                "remaining": max(0, config.session_start_total - started),
                 "reset_after": 86400000,
-                "max_concurrency": 1,
+                "max_concurrency": config.max_concurrency,
             },
         }
     )
