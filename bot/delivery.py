@@ -138,6 +138,7 @@ class Delivery:
         self.pacer = Pacer(self.settings.requests_per_second)
         # This process, as the owner of render leases.
         self.name = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+        bot.outbox.owner = self.name
         self.stats = {"edits": 0, "posts": 0, "notices": 0, "failures": 0}
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -282,11 +283,15 @@ class Delivery:
                 external = binding["progress_message_id"]
                 if row.to_state is not None and State(row.to_state) in render.NOTICE_STATES:
                     external = await self._notice(status, row, binding)
-                await self.bot.outbox.done(row.id, external)
+                if not await self.bot.outbox.done(row, external):
+                    # Another process took these rows over (we stalled past the lease); it
+                    # delivers them, and the nonce makes our send and its send one message.
+                    log.warning("delivery.lease_lost", job_id=public_id, outbox_id=row.id)
+                    return True
                 pending.pop(0)
         except (OSError, asyncpg.PostgresError, discord.DiscordServerError):
             # Transient (Discord 5xx, network, database): try again soon, no attempt counted.
-            await self.bot.outbox.release([r.id for r in pending], 1.0)
+            await self.bot.outbox.release(pending, 1.0)
             raise
         except Exception as exc:  # a refusal (403/404/400) or a bug: retry with backoff, then dead
             self.stats["failures"] += 1
