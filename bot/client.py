@@ -40,7 +40,7 @@ class ErrandBot(discord.Client):
         store: JobStore,
         dsn: str,
         settings: BotSettings,
-        registry: Registry | None = None,
+        registry: Registry,
     ) -> None:
         # Slash commands, buttons and threads need no privileged intent (no message content).
         intents = discord.Intents.default()
@@ -54,7 +54,7 @@ class ErrandBot(discord.Client):
         self.store = store
         self.pool: asyncpg.Pool = store.pool
         self.dsn = dsn
-        self.registry = registry or store.registry
+        self.registry = registry
         self.settings = settings
         self.outbox = Outbox(
             self.pool,

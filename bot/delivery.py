@@ -477,7 +477,11 @@ class Delivery:
         self._last_edit[job.id] = time.monotonic()
         self.stats["edits"] += 1
         updated = await self.bot.pool.fetchrow(
-            sql("binding_record_edit"), job.id, view.state.value, _hash(view.key)
+            sql("binding_record_edit"),
+            job.id,
+            view.state.value,
+            _hash(view.key),
+            [s.value for s in TERMINAL],
         )
         return updated or binding
 

@@ -20,11 +20,11 @@ _EXPORTS: dict[str, str] = {
     "Budget": "jobs.runtime.budget",
     "Meter": "jobs.runtime.budget",
     "Usage": "jobs.runtime.budget",
-    "JobFailed": "jobs.runtime.execute",
-    "JobCancelled": "jobs.runtime.context",
-    "LeaseLost": "jobs.runtime.step",
-    "BudgetExceeded": "jobs.runtime.budget",
-    "EffectInDoubt": "jobs.runtime.effect",
+    "JobFailed": "jobs.errors",
+    "JobCancelled": "jobs.errors",
+    "LeaseLost": "jobs.errors",
+    "BudgetExceeded": "jobs.errors",
+    "EffectInDoubt": "jobs.errors",
     "default_registry": "jobs.kinds",
     "default_catalog_path": "jobs.kinds.command",
     # errors a caller of the store sees
@@ -43,8 +43,12 @@ _EXPORTS: dict[str, str] = {
     "JobStore": "jobs.engine.store",
     "JobStatus": "jobs.engine.model",
     "JobView": "jobs.engine.model",
+    "CancelOutcome": "jobs.engine.model",
+    "CancelResult": "jobs.engine.model",
+    "ResolveAs": "jobs.engine.model",
     "ID_PATTERN": "jobs.engine.ids",
     "normalize_id": "jobs.engine.ids",
+    "incarnation": "jobs.engine.ids",
     # the outbox a transport delivers from
     "Outbox": "jobs.engine.outbox",
     "OutboxRow": "jobs.engine.outbox",
@@ -59,6 +63,8 @@ _EXPORTS: dict[str, str] = {
     "open_engine": "jobs.ops.app",
     "stop_on_signals": "jobs.ops.app",
     "Worker": "jobs.runtime.worker",
+    "backoff": "jobs.backoff",
+    "supervise": "jobs.supervise",
     "cli": "jobs.ops.cli",
 }
 # where the public name differs from the defining module's
@@ -72,6 +78,8 @@ __all__ = [
     "Actor",
     "Budget",
     "BudgetExceeded",
+    "CancelOutcome",
+    "CancelResult",
     "Context",
     "EffectInDoubt",
     "Engine",
@@ -91,6 +99,7 @@ __all__ = [
     "OutboxRow",
     "QuotaExceeded",
     "Registry",
+    "ResolveAs",
     "Settings",
     "StaleTransition",
     "State",
@@ -98,16 +107,19 @@ __all__ = [
     "UnknownKind",
     "Usage",
     "Worker",
+    "backoff",
     "cli",
     "connect",
     "default_catalog_path",
     "default_registry",
     "get_logger",
+    "incarnation",
     "kind",
     "load_named",
     "normalize_id",
     "open_engine",
     "stop_on_signals",
+    "supervise",
 ]
 
 
@@ -128,18 +140,25 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
+    from jobs.backoff import backoff
     from jobs.engine.db import connect
     from jobs.engine.ids import PATTERN as ID_PATTERN
+    from jobs.engine.ids import incarnation
     from jobs.engine.ids import normalize as normalize_id
-    from jobs.engine.model import JobStatus, JobView
+    from jobs.engine.model import CancelOutcome, CancelResult, JobStatus, JobView, ResolveAs
     from jobs.engine.outbox import OUTBOX_CHANNEL, PROGRESS_CHANNEL, Outbox, OutboxRow
     from jobs.engine.queries import load_named
     from jobs.engine.state import TERMINAL, Actor, State
     from jobs.engine.store import JobStore
     from jobs.errors import (
+        BudgetExceeded,
+        EffectInDoubt,
         ErrandError,
         IllegalTransition,
         InvalidParams,
+        JobCancelled,
+        JobFailed,
+        LeaseLost,
         NotAllowed,
         QuotaExceeded,
         StaleTransition,
@@ -151,10 +170,8 @@ if TYPE_CHECKING:
     from jobs.logs import get_logger
     from jobs.ops import cli
     from jobs.ops.app import Engine, open_engine, stop_on_signals
-    from jobs.runtime.budget import Budget, BudgetExceeded, Meter, Usage
-    from jobs.runtime.context import Context, JobCancelled
-    from jobs.runtime.effect import EffectInDoubt
-    from jobs.runtime.execute import JobFailed
+    from jobs.runtime.budget import Budget, Meter, Usage
+    from jobs.runtime.context import Context
     from jobs.runtime.registry import Kind, Registry, kind
-    from jobs.runtime.step import LeaseLost
     from jobs.runtime.worker import Worker
+    from jobs.supervise import supervise

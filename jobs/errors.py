@@ -1,4 +1,11 @@
-"""Typed errors of the job engine; transports map them to user-facing answers."""
+"""Every error Errand raises on purpose, in one module.
+
+Two families: :class:`ErrandError` and its subclasses are answers to a caller of the store
+(transports map them to user-facing messages); the others end or interrupt a handler's attempt
+(:class:`JobFailed`, :class:`JobCancelled`, :class:`LeaseLost`, :class:`BudgetExceeded`,
+:class:`EffectInDoubt`) and the runtime maps them to the attempt's outcome
+(see :mod:`jobs.runtime.execute`).
+"""
 
 from __future__ import annotations
 
@@ -45,3 +52,53 @@ class StaleTransition(IllegalTransition):
 
 class NotAllowed(ErrandError):
     """The caller is not permitted to do this to this job."""
+
+
+# -- what ends or interrupts a handler's attempt ---------------------------------------------
+
+
+class JobFailed(Exception):
+    """Raised by a handler to fail the job now, without a retry (e.g. a non-zero exit)."""
+
+
+class JobCancelled(Exception):
+    """Raised at a checkpoint once the job was asked to stop (cancel, deadline or shutdown)."""
+
+
+class LeaseLost(Exception):
+    """This attempt no longer holds the job's lease: whatever it writes would be ignored."""
+
+
+BOUND_NAMES: dict[str, str] = {
+    "step_tokens": "tokens per step",
+    "step_tool_calls": "tool_calls per step",
+    "step_seconds": "seconds per step",
+    "job_steps": "steps per job",
+    "job_tokens": "tokens per job",
+    "job_seconds": "seconds per job",
+}
+"""Human names of the bounds of a :class:`jobs.runtime.budget.Budget`, as failure reasons say
+them."""
+
+
+class BudgetExceeded(Exception):
+    """A bound was exceeded; the job fails (no retry) unless the handler recovers."""
+
+    def __init__(self, bound: str, used: float, limit: float) -> None:
+        self.bound, self.used, self.limit = bound, used, limit
+        super().__init__(f"budget exceeded: {BOUND_NAMES[bound]} {_num(used)} > {_num(limit)}")
+
+
+def _num(value: float) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+class EffectInDoubt(Exception):
+    """An earlier attempt may have done this effect and nothing can tell: the job is unknown."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        super().__init__(
+            f"effect {key!r} was in flight when an earlier attempt ended and has no lookup; "
+            "its outcome is unknown"
+        )

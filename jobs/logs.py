@@ -12,6 +12,7 @@ from collections.abc import MutableMapping
 from typing import Any
 
 import structlog
+from structlog.typing import FilteringBoundLogger
 
 # Keys whose values are never written to a log line, whatever a caller passes.
 _SECRET_KEYS = frozenset({"token", "password", "api_key", "secret", "authorization", "dsn", "url"})
@@ -50,6 +51,11 @@ def configure(level: str = "info", fmt: str = "auto", *, cache: bool = True) -> 
     logging.basicConfig(level=max(numeric, logging.WARNING), stream=sys.stderr)
 
 
-def get_logger(name: str) -> Any:
-    """A structlog logger tagged with the component name."""
-    return structlog.get_logger(component=name)
+def get_logger(name: str) -> FilteringBoundLogger:
+    """A structlog logger tagged with the component name.
+
+    Typed as the filtering bound logger :func:`configure` sets up (structlog's own
+    ``get_logger`` returns ``Any``), so a misspelt method is a type error.
+    """
+    logger: FilteringBoundLogger = structlog.get_logger(component=name)
+    return logger

@@ -28,12 +28,13 @@ WHERE job_id = $1
 RETURNING *;
 
 -- name: binding_record_edit
--- Record an edit of the progress message; refused (no row) once a terminal state was shown.
+-- Record an edit of the progress message; refused (no row) once a terminal state ($4, from
+-- jobs' TERMINAL) was shown.
 UPDATE discord_binding
 SET progress_state = $2, progress_hash = $3, progress_edits = progress_edits + 1,
     progress_edited_at = now(), updated_at = now()
 WHERE job_id = $1
-  AND (progress_state IS NULL OR progress_state NOT IN ('succeeded', 'failed', 'cancelled'))
+  AND (progress_state IS NULL OR progress_state <> ALL($4::job_state[]))
 RETURNING *;
 
 -- name: binding_job_by_thread

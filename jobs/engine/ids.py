@@ -1,9 +1,13 @@
-"""Public job ids: short, unambiguous, safe to type in Discord and copy from a phone."""
+"""Ids: a job's public id (short, unambiguous, safe to type in Discord and copy from a phone),
+and the name of a running process (the holder of a worker's leases or a transport's outbox
+leases)."""
 
 from __future__ import annotations
 
+import os
 import re
 import secrets
+import socket
 
 # Lowercase letters and digits without the look-alikes 0/o, 1/l/i: nothing Discord's markdown
 # changes, nothing a user mistypes when copying by eye.
@@ -20,3 +24,12 @@ def new_public_id() -> str:
 def normalize(text: str) -> str:
     """Lower-case and strip a typed id; users paste ids with spaces, backticks and caps."""
     return text.strip().strip("`").strip().lower()
+
+
+def incarnation() -> str:
+    """A name unique to this process and this start of it: ``host:pid:random``.
+
+    The random part keeps a restarted process with a reused pid (a container's pid 1) from
+    passing for its predecessor, whose leases may still be live.
+    """
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from typing import Any
+from enum import StrEnum
+from typing import Any, Literal
 
 import asyncpg
 
@@ -180,11 +181,91 @@ class Claim:
     deadline_at: datetime | None
 
 
+class CancelResult(StrEnum):
+    """What a cancel request did to the job."""
+
+    CANCELLED = "cancelled"
+    """It was queued (or forced) and is now cancelled."""
+    CANCELLING = "cancelling"
+    """It was running; the attempt was told to stop."""
+    ALREADY_CANCELLING = "already_cancelling"
+    """A cancel was already under way; nothing changed."""
+    TOO_LATE = "too_late"
+    """It had already ended; nothing changed."""
+
+
 @dataclass(frozen=True)
 class CancelOutcome:
     """What a cancel request did."""
 
     job: JobView
-    # cancelled | cancelling | already_cancelling | too_late
-    outcome: str
+    outcome: CancelResult
     changed: bool
+
+
+class AttemptOutcome(StrEnum):
+    """How an attempt ended (the ``attempt.outcome`` column)."""
+
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    RETRY = "retry"
+    CANCELLED = "cancelled"
+    UNKNOWN = "unknown"
+    RELEASED = "released"
+    """Handed back by a stopping worker; the job is queued again."""
+    ABANDONED = "abandoned"
+    """Its lease expired; the reaper ended it."""
+    REVOKED = "revoked"
+    """A forced cancel or the cancel grace ended it while it ran."""
+
+
+class ResolveAs(StrEnum):
+    """How a person settles an ``unknown`` job."""
+
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    RETRY = "retry"
+    CANCELLED = "cancelled"
+
+
+Verdict = Literal["cancelling", "lost"]
+"""A heartbeat's answer for an attempt that must stop: a cancel was requested (``cancelling``), or
+the attempt no longer holds the lease (``lost``)."""
+
+Fence = Literal["attempt", "claim", "none"]
+
+
+@dataclass(frozen=True)
+class Move:
+    """One planned edge: from ``source`` to ``target``; ``outcome`` ends the live attempt."""
+
+    source: State
+    target: State
+    reason: str | None = None
+    outcome: AttemptOutcome | None = None
+
+
+@dataclass(frozen=True)
+class Row:
+    """One job to move, with what the writer brings."""
+
+    job_id: int
+    attempt_id: int | None = None
+    reason: str | None = None
+    result: Any = None
+    error: Any = None
+    run_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Moved:
+    """What happened to one row."""
+
+    job_id: int
+    source: State
+    target: State | None  # None: the job did not move
+    record: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.target is not None

@@ -3,8 +3,9 @@
 Every transition of a job with an ``origin`` writes an outbox row in the same statement (see
 ``job_transition``) and NOTIFYs ``errand_outbox``. A transport (the Discord bot) claims a job's
 pending rows with a lease, delivers them in order, and records the id of what it created; a
-failed delivery is retried with exponential backoff and full jitter, then dead-lettered with its
-reason. Leases make a crashed transport's rows due again. Each lease carries its owner and a
+failed delivery is retried with exponential backoff (jittered between half the base and the
+ceiling, see :func:`retry_delay`), then dead-lettered with its reason. Leases make a crashed
+transport's rows due again. Each lease carries its owner and a
 token, and every write about a leased row is fenced by that token, as attempts are: a process
 that stalled past its lease while another took the rows over records nothing for them. The
 transport's own idempotency (e.g. Discord's ``enforce_nonce``) covers the window between its
@@ -18,7 +19,6 @@ This module knows nothing about any transport: rows are selected by ``origin.tra
 
 from __future__ import annotations
 
-import random
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,6 +27,7 @@ from typing import Any
 
 import asyncpg
 
+from jobs.backoff import backoff
 from jobs.engine.queries import q
 
 OUTBOX_CHANNEL = "errand_outbox"
@@ -73,8 +74,9 @@ class DueJob:
 
 
 def retry_delay(attempt: int, *, base: float, cap: float = 600.0) -> float:
-    """Seconds before delivery attempt ``attempt + 1``: exponential, full jitter, capped."""
-    return random.uniform(base / 2, min(cap, base * 2 ** max(0, attempt - 1)))
+    """Seconds before delivery attempt ``attempt + 1``: :func:`jobs.backoff.backoff` with a floor
+    of half the base, so a retry never comes at once."""
+    return backoff(attempt, base=base, cap=cap, floor=base / 2)
 
 
 class Outbox:

@@ -66,6 +66,9 @@ TERMINAL: frozenset[State] = frozenset({State.SUCCEEDED, State.FAILED, State.CAN
 LIVE: frozenset[State] = frozenset({State.RUNNING, State.CANCELLING})
 """States in which an attempt holds a lease."""
 
+ACTIVE: frozenset[State] = frozenset(State) - TERMINAL
+"""States not yet terminal (``unknown`` too, until resolved): what counts against a quota."""
+
 S, A = State, Actor
 
 TRANSITIONS: Mapping[tuple[State, Actor], frozenset[State]] = {

@@ -1,66 +1,75 @@
 """The job store: every read and write of the job record, on PostgreSQL.
 
-State changes go through :func:`jobs.engine.transition.transition`; this module decides
-which moves a
-request means (the race policy lives in the ``Move`` lists below) and turns rows that did not move
-into typed errors or answers.
+State changes go through :func:`jobs.engine.transition.transition`; this module decides which
+moves a request means (the race policy lives in the ``Move`` lists below) and turns rows that did
+not move into typed errors or answers. The runtime's records of an attempt (steps, usage,
+effects, assets) are in :mod:`jobs.engine.records`, the operator's reads and deletes in
+:mod:`jobs.engine.admin`: no SQL on the job tables lives outside :mod:`jobs.engine`.
 """
 
 from __future__ import annotations
 
-import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 import asyncpg
 
+from jobs.backoff import backoff
+from jobs.engine import observe
 from jobs.engine.db import Conn
 from jobs.engine.ids import new_public_id, normalize
 from jobs.engine.model import (
+    AttemptOutcome,
     AttemptView,
     CancelOutcome,
+    CancelResult,
     Claim,
     EventView,
     JobStatus,
     JobView,
+    Move,
+    Moved,
+    ResolveAs,
+    Row,
+    Verdict,
     jsonable,
 )
 from jobs.engine.queries import q
-from jobs.engine.state import TERMINAL, Actor, State, allowed, sources
-from jobs.engine.transition import KEEP_REASON, Move, Moved, Row, transition
+from jobs.engine.state import ACTIVE, LIVE, TERMINAL, Actor, State, allowed, sources
+from jobs.engine.transition import KEEP_REASON, transition
 from jobs.errors import IllegalTransition, NotAllowed, QuotaExceeded, StaleTransition, UnknownJob
-from jobs.ops import metrics
-from jobs.runtime.registry import Registry
 from jobs.secrets import scrub
 
 S = State
+O = AttemptOutcome  # noqa: E741  (the race policy below reads better with a short name)
 
 # What counts against a quota: every job not yet terminal (unknown ones too, until resolved).
-_ACTIVE = [s.value for s in State if s not in TERMINAL]
+_ACTIVE = sorted(s.value for s in ACTIVE)
+_LIVE = sorted(s.value for s in LIVE)
 
 COMPLETED_DESPITE_CANCEL = "completed despite cancel request"
 
 # The race policy, as moves (see docs/state-machine.md).
 SUCCEED = [
-    Move(S.RUNNING, S.SUCCEEDED, outcome="succeeded"),
-    Move(S.CANCELLING, S.SUCCEEDED, COMPLETED_DESPITE_CANCEL, outcome="succeeded"),
+    Move(S.RUNNING, S.SUCCEEDED, outcome=O.SUCCEEDED),
+    Move(S.CANCELLING, S.SUCCEEDED, COMPLETED_DESPITE_CANCEL, outcome=O.SUCCEEDED),
 ]
 FAIL = [
-    Move(S.RUNNING, S.FAILED, outcome="failed"),
-    Move(S.CANCELLING, S.CANCELLED, KEEP_REASON, outcome="cancelled"),  # no retry once cancelling
+    Move(S.RUNNING, S.FAILED, outcome=O.FAILED),
+    Move(S.CANCELLING, S.CANCELLED, KEEP_REASON, outcome=O.CANCELLED),  # no retry once cancelling
 ]
 RETRY = [
-    Move(S.RUNNING, S.QUEUED, outcome="retry"),
-    Move(S.CANCELLING, S.CANCELLED, KEEP_REASON, outcome="cancelled"),
+    Move(S.RUNNING, S.QUEUED, outcome=O.RETRY),
+    Move(S.CANCELLING, S.CANCELLED, KEEP_REASON, outcome=O.CANCELLED),
 ]
 RELEASE = [
-    Move(S.RUNNING, S.QUEUED, "released by worker shutdown", outcome="released"),
-    Move(S.CANCELLING, S.CANCELLED, KEEP_REASON, outcome="cancelled"),
+    Move(S.RUNNING, S.QUEUED, "released by worker shutdown", outcome=O.RELEASED),
+    Move(S.CANCELLING, S.CANCELLED, KEEP_REASON, outcome=O.CANCELLED),
 ]
-ACK_CANCEL = [Move(S.CANCELLING, S.CANCELLED, KEEP_REASON, outcome="cancelled")]
-MARK_UNKNOWN = [Move(S.RUNNING, S.UNKNOWN, outcome="unknown")]
+ACK_CANCEL = [Move(S.CANCELLING, S.CANCELLED, KEEP_REASON, outcome=O.CANCELLED)]
+MARK_UNKNOWN = [Move(S.RUNNING, S.UNKNOWN, outcome=O.UNKNOWN)]
 
 
 @dataclass(frozen=True)
@@ -77,27 +86,56 @@ class Finish:
 
     job_id: int
     attempt_id: int
-    # succeeded | failed | retry | cancelled | released | unknown
-    outcome: str
+    # One of the keys of _FINISH_MOVES: succeeded, failed, retry, cancelled, released, unknown.
+    outcome: AttemptOutcome
     result: Any = None
     error: Any = None
     reason: str | None = None
     run_at: datetime | None = None
 
 
-_FINISH_MOVES: dict[str, tuple[list[Move], State]] = {
-    "succeeded": (SUCCEED, S.SUCCEEDED),
-    "failed": (FAIL, S.FAILED),
-    "retry": (RETRY, S.QUEUED),
-    "cancelled": (ACK_CANCEL, S.CANCELLED),
-    "released": (RELEASE, S.QUEUED),
-    "unknown": (MARK_UNKNOWN, S.UNKNOWN),
+_FINISH_MOVES: Mapping[AttemptOutcome, tuple[list[Move], State]] = {
+    O.SUCCEEDED: (SUCCEED, S.SUCCEEDED),
+    O.FAILED: (FAIL, S.FAILED),
+    O.RETRY: (RETRY, S.QUEUED),
+    O.CANCELLED: (ACK_CANCEL, S.CANCELLED),
+    O.RELEASED: (RELEASE, S.QUEUED),
+    O.UNKNOWN: (MARK_UNKNOWN, S.UNKNOWN),
 }
 
+_RESOLVE_TARGETS: Mapping[ResolveAs, State] = {
+    ResolveAs.SUCCEEDED: S.SUCCEEDED,
+    ResolveAs.FAILED: S.FAILED,
+    ResolveAs.RETRY: S.QUEUED,
+    ResolveAs.CANCELLED: S.CANCELLED,
+}
 
-def backoff(attempt: int, *, base: float = 1.0, cap: float = 300.0) -> float:
-    """Seconds before retry number ``attempt``: exponential with full jitter, capped."""
-    return random.uniform(0, min(cap, base * 2 ** max(0, attempt - 1)))
+# What a deadline does: a waiting job is cancelled at once, a running one is told to stop.
+_DEADLINE_MOVES = [
+    Move(S.QUEUED, S.CANCELLED, "timed_out"),
+    Move(S.RUNNING, S.CANCELLING, "timed_out"),
+]
+
+
+class KindSpec(Protocol):
+    """What the store needs of a kind (:class:`jobs.runtime.registry.Kind` is one)."""
+
+    @property
+    def max_attempts(self) -> int: ...
+    @property
+    def deadline_seconds(self) -> float | None: ...
+    @property
+    def requester_may_resolve(self) -> bool: ...
+    def validate(self, raw: dict[str, Any]) -> dict[str, Any]: ...
+
+
+class Kinds(Protocol):
+    """The kinds a store accepts, by name (:class:`jobs.runtime.registry.Registry` is one).
+
+    A protocol, so the engine does not import the handler runtime that sits above it.
+    """
+
+    def get(self, name: str) -> KindSpec: ...
 
 
 def redact_error(exc: BaseException, limit: int = 2000) -> dict[str, str]:
@@ -112,7 +150,7 @@ class JobStore:
     """Reads and writes of the job record through one pool."""
 
     def __init__(
-        self, pool: asyncpg.Pool, registry: Registry, *, quotas: Quotas | None = None
+        self, pool: asyncpg.Pool, registry: Kinds, *, quotas: Quotas | None = None
     ) -> None:
         self.pool = pool
         self.registry = registry
@@ -262,8 +300,8 @@ class JobStore:
         if force:
             moves = [
                 Move(S.QUEUED, S.CANCELLED, text),
-                Move(S.RUNNING, S.CANCELLED, f"{text} (forced)", outcome="revoked"),
-                Move(S.CANCELLING, S.CANCELLED, f"{text} (forced)", outcome="revoked"),
+                Move(S.RUNNING, S.CANCELLED, f"{text} (forced)", outcome=O.REVOKED),
+                Move(S.CANCELLING, S.CANCELLED, f"{text} (forced)", outcome=O.REVOKED),
                 Move(S.UNKNOWN, S.CANCELLED, text),
             ]
         else:
@@ -285,12 +323,15 @@ class JobStore:
             current = await conn.fetchrow(q("job_get"), job["public_id"])
         view = JobView.from_record(current)
         if moved.ok:
-            outcome = "cancelled" if moved.target is S.CANCELLED else "cancelling"
-            return metrics.cancel_answered(CancelOutcome(view, outcome, True))
+            done = (
+                CancelResult.CANCELLED if moved.target is S.CANCELLED else CancelResult.CANCELLING
+            )
+            return observe.cancel_answered(CancelOutcome(view, done, True))
         if moved.source is S.CANCELLING:
-            return metrics.cancel_answered(CancelOutcome(view, "already_cancelling", False))
+            answer = CancelOutcome(view, CancelResult.ALREADY_CANCELLING, False)
+            return observe.cancel_answered(answer)
         if moved.source in TERMINAL:
-            return metrics.cancel_answered(CancelOutcome(view, "too_late", False))
+            return observe.cancel_answered(CancelOutcome(view, CancelResult.TOO_LATE, False))
         raise IllegalTransition(view.public_id, moved.source.value, "cancelled", actor.value)
 
     async def resolve(
@@ -308,14 +349,10 @@ class JobStore:
             NotAllowed: a requester whose kind does not allow requester resolution.
             IllegalTransition: the job is not ``unknown``.
         """
-        target = {
-            "succeeded": S.SUCCEEDED,
-            "failed": S.FAILED,
-            "retry": S.QUEUED,
-            "cancelled": S.CANCELLED,
-        }.get(outcome)
-        if target is None:
-            raise ValueError("resolve as one of: succeeded, failed, retry, cancelled")
+        try:
+            target = _RESOLVE_TARGETS[ResolveAs(outcome)]
+        except ValueError:
+            raise ValueError("resolve as one of: succeeded, failed, retry, cancelled") from None
         job = await self.get(public_id)
         if actor is Actor.REQUESTER and not self.registry.get(job.kind).requester_may_resolve:
             raise NotAllowed(f"jobs of kind {job.kind} can only be resolved by an operator")
@@ -383,7 +420,7 @@ class JobStore:
 
     async def heartbeat(
         self, worker: str, lease_seconds: float, attempt_ids: Sequence[int]
-    ) -> dict[int, str]:
+    ) -> dict[int, Verdict]:
         """Renew all of a worker's leases in one statement.
 
         Returns:
@@ -391,7 +428,10 @@ class JobStore:
             requested) or ``lost`` (the attempt no longer holds the lease).
         """
         rows = await self.pool.fetch(q("attempt_heartbeat"), worker, lease_seconds, attempt_ids)
-        return {r["attempt_id"]: r["state"] for r in rows}
+        verdicts: dict[int, Verdict] = {}
+        for r in rows:
+            verdicts[r["attempt_id"]] = "cancelling" if r["state"] == S.CANCELLING else "lost"
+        return verdicts
 
     async def set_progress(self, job_id: int, attempt_id: int, progress: dict[str, Any]) -> bool:
         """Record progress; False when the attempt no longer holds the lease."""
@@ -405,7 +445,7 @@ class JobStore:
         an ignored event; the returned ``Moved`` says which rows moved.
         """
         out: list[Moved] = []
-        by_outcome: dict[str, list[Finish]] = {}
+        by_outcome: dict[AttemptOutcome, list[Finish]] = {}
         for f in finishes:
             by_outcome.setdefault(f.outcome, []).append(f)
         async with self.pool.acquire() as conn, conn.transaction():
@@ -458,12 +498,12 @@ class JobStore:
 
         now = datetime.now(UTC)
         async with self.pool.acquire() as conn, conn.transaction():
-            expired = await conn.fetch(q("job_expired_leases"), batch)
+            expired = await conn.fetch(q("job_expired_leases"), batch, _LIVE)
             for r in expired:
                 row = Row(r["id"], attempt_id=r["attempt_id"])
                 if r["state"] == S.CANCELLING:
                     reason = "timed_out" if r["cancel_reason"] == "timed_out" else "forced"
-                    moves = [Move(S.CANCELLING, S.CANCELLED, reason, outcome="abandoned")]
+                    moves = [Move(S.CANCELLING, S.CANCELLED, reason, outcome=O.ABANDONED)]
                     key = "cancel_forced"
                 elif r["blind_effect_in_flight"]:
                     moves = [
@@ -471,7 +511,7 @@ class JobStore:
                             S.RUNNING,
                             S.UNKNOWN,
                             "worker lost while a side effect was in flight",
-                            outcome="abandoned",
+                            outcome=O.ABANDONED,
                         )
                     ]
                     key = "unknown"
@@ -481,7 +521,7 @@ class JobStore:
                         r["id"], attempt_id=r["attempt_id"], run_at=now + timedelta(seconds=delay)
                     )
                     moves = [
-                        Move(S.RUNNING, S.QUEUED, "lease expired; retrying", outcome="abandoned")
+                        Move(S.RUNNING, S.QUEUED, "lease expired; retrying", outcome=O.ABANDONED)
                     ]
                     key = "retried"
                 else:
@@ -490,7 +530,7 @@ class JobStore:
                             S.RUNNING,
                             S.FAILED,
                             "lease expired; no attempts left",
-                            outcome="abandoned",
+                            outcome=O.ABANDONED,
                         )
                     ]
                     key = "failed"
@@ -513,23 +553,22 @@ class JobStore:
                     await transition(
                         conn,
                         actor=Actor.SYSTEM,
-                        moves=[Move(S.CANCELLING, S.CANCELLED, reason, outcome="revoked")],
+                        moves=[Move(S.CANCELLING, S.CANCELLED, reason, outcome=O.REVOKED)],
                         rows=[Row(r["id"], attempt_id=r["attempt_id"])],
                         fence="attempt",
                         nominal=S.CANCELLED,
                     ),
                 )
-            late = await conn.fetch(q("job_past_deadline"), batch)
+            late = await conn.fetch(
+                q("job_past_deadline"), batch, [m.source.value for m in _DEADLINE_MOVES]
+            )
             if late:
                 count(
                     "timed_out",
                     await transition(
                         conn,
                         actor=Actor.SYSTEM,
-                        moves=[
-                            Move(S.QUEUED, S.CANCELLED, "timed_out"),
-                            Move(S.RUNNING, S.CANCELLING, "timed_out"),
-                        ],
+                        moves=_DEADLINE_MOVES,
                         rows=[Row(r["id"]) for r in late],
                         fence="none",
                         nominal=S.CANCELLED,

@@ -12,54 +12,20 @@ into typed errors. Writes from an attempt that lost its lease become ``ignored``
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
+from jobs.engine import observe
 from jobs.engine.db import Conn
+from jobs.engine.model import Fence, Move, Moved, Row
 from jobs.engine.queries import q
-from jobs.engine.state import Actor, State, check_moves
-from jobs.ops import metrics
+from jobs.engine.state import LIVE, TERMINAL, Actor, State, check_moves
 
-Fence = Literal["attempt", "claim", "none"]
+# The state sets the statement needs (who holds a lease, what is finished), from the table.
+_LIVE = sorted(s.value for s in LIVE)
+_TERMINAL = sorted(s.value for s in TERMINAL)
+
 KEEP_REASON = "@keep"
 """A move reason meaning "keep the job's current reason" (e.g. the cancel reason)."""
-
-
-@dataclass(frozen=True)
-class Move:
-    """One planned edge: from ``source`` to ``target``; ``outcome`` ends the live attempt."""
-
-    source: State
-    target: State
-    reason: str | None = None
-    outcome: str | None = None
-
-
-@dataclass(frozen=True)
-class Row:
-    """One job to move, with what the writer brings."""
-
-    job_id: int
-    attempt_id: int | None = None
-    reason: str | None = None
-    result: Any = None
-    error: Any = None
-    run_at: datetime | None = None
-
-
-@dataclass(frozen=True)
-class Moved:
-    """What happened to one row."""
-
-    job_id: int
-    source: State
-    target: State | None  # None: the job did not move
-    record: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def ok(self) -> bool:
-        return self.target is not None
 
 
 async def transition(
@@ -114,6 +80,8 @@ async def transition(
         cancel_reason,
         data,
         nominal.value,
+        _LIVE,
+        _TERMINAL,
     )
     result = [
         Moved(
@@ -124,5 +92,5 @@ async def transition(
         )
         for r in records
     ]
-    metrics.transitions_written(actor, fence, moves, result)
+    observe.transitions_written(actor, fence, moves, result)
     return result

@@ -16,10 +16,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from jobs.errors import JobFailed
 from jobs.kinds.command import load_catalog, run_command
 from jobs.runtime.budget import Budget, Meter
 from jobs.runtime.context import Context
-from jobs.runtime.execute import JobFailed
 from jobs.runtime.registry import kind
 from jobs.secrets import scrub
 from jobs.settings import AgentSettings

@@ -18,11 +18,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from jobs.errors import JobFailed, LeaseLost
 from jobs.kinds.process import run_process
 from jobs.runtime.context import Context
-from jobs.runtime.execute import JobFailed
 from jobs.runtime.registry import kind
-from jobs.runtime.step import LeaseLost
 from jobs.secrets import scrub
 from jobs.settings import CommandSettings
 

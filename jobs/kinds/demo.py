@@ -8,8 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from jobs.errors import JobFailed
 from jobs.runtime.context import Context
-from jobs.runtime.execute import JobFailed
 from jobs.runtime.registry import kind
 
 

@@ -16,10 +16,8 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from jobs.runtime.context import Context
+from jobs.runtime.context import Context
 
 OnLine = Callable[[int, str], Awaitable[None]]
 

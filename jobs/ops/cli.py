@@ -15,11 +15,14 @@ from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 
+from jobs.engine.migrate import migrate as run_migrations
 from jobs.engine.state import Actor, State
 from jobs.errors import ErrandError
 from jobs.logs import configure
 from jobs.ops.app import Engine, open_engine, stop_on_signals
 from jobs.ops.health import serve_health, worker_check
+from jobs.ops.inspect import list_notices, parse_duration, retry_notices, timeline
+from jobs.ops.inspect import prune as run_prune
 from jobs.runtime.worker import Worker
 from jobs.settings import Settings
 
@@ -82,7 +85,6 @@ def parse_params(pairs: list[str]) -> dict[str, Any]:
 @app.command()
 def migrate() -> None:
     """Apply pending database migrations."""
-    from jobs.engine.migrate import migrate as run_migrations
 
     async def go(engine: Engine) -> list[str]:
         async with engine.pool.acquire() as conn:
@@ -250,8 +252,6 @@ app.add_typer(outbox_app, name="outbox")
 @job_app.command("show")
 def job_show(job_id: str, as_json: JsonOpt = False) -> None:
     """Show a job's whole timeline: events, attempts, steps, effects and notices."""
-    from jobs.ops.inspect import timeline
-
     found = with_engine(lambda e: timeline(e.store, job_id))
     job = found.status.job
     lines = [
@@ -272,8 +272,6 @@ def outbox_list(
     as_json: JsonOpt = False,
 ) -> None:
     """List notices to transports, newest first (dead-lettered ones by default)."""
-    from jobs.ops.inspect import list_notices
-
     wanted = None if status == "all" else status
     rows = with_engine(lambda e: list_notices(e.pool, status=wanted, job=job, limit=limit))
     text = (
@@ -296,8 +294,6 @@ def outbox_retry(
     as_json: JsonOpt = False,
 ) -> None:
     """Deliver dead-lettered notices again (all named ids must be dead, or nothing changes)."""
-    from jobs.ops.inspect import retry_notices
-
     if bool(ids) == all_dead:
         fail("name notice ids or pass --all-dead (not both)")
     bad = [i for i in ids or [] if not i.isdigit()]
@@ -320,9 +316,6 @@ def prune(
     as_json: JsonOpt = False,
 ) -> None:
     """Delete finished jobs past retention (never live, unknown or undelivered ones)."""
-    from jobs.ops.inspect import parse_duration
-    from jobs.ops.inspect import prune as run_prune
-
     if older_than is None:
         fail("--older-than is required, e.g. errand prune --older-than 30d")
     try:

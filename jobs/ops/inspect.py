@@ -26,8 +26,8 @@ from typing import Any
 
 import asyncpg
 
+from jobs.engine import admin
 from jobs.engine.model import JobStatus, jsonable
-from jobs.engine.queries import q
 from jobs.engine.state import TERMINAL
 from jobs.engine.store import JobStore
 from jobs.logs import get_logger
@@ -90,8 +90,8 @@ async def timeline(store: JobStore, public_id: str) -> Timeline:
     """
     status = await store.status(public_id)
     job = status.job
-    effects = await store.pool.fetch(q("effect_list_by_job"), job.id)
-    notices = await store.pool.fetch(q("outbox_list_by_job"), job.id)
+    effects = await admin.effects_of(store.pool, job.id)
+    notices = await admin.notices_of(store.pool, job.id)
     entries: list[Entry] = []
     for ev in status.events:
         mark = " (ignored: stale write)" if ev.ignored else ""
@@ -183,7 +183,7 @@ async def list_notices(
     """
     if status is not None and status not in NOTICE_STATUSES:
         raise ValueError(f"bad status {status!r}: use one of {', '.join(NOTICE_STATUSES)}")
-    rows = await pool.fetch(q("outbox_list"), status, job.lower() if job else None, limit)
+    rows = await admin.list_notices(pool, status, job.lower() if job else None, limit)
     return [jsonable(r) for r in rows]
 
 
@@ -200,15 +200,7 @@ async def retry_notices(pool: asyncpg.Pool, ids: list[int] | None) -> list[int]:
     Raises:
         ValueError: an id that does not name a dead-lettered notice.
     """
-    async with pool.acquire() as conn, conn.transaction():
-        if ids is not None:
-            found = {r["id"]: r["dead"] for r in await conn.fetch(q("outbox_get_many"), ids)}
-            for notice in ids:
-                if notice not in found:
-                    raise ValueError(f"no notice {notice}")
-                if not found[notice]:
-                    raise ValueError(f"notice {notice} is not dead-lettered")
-        revived = [r["id"] for r in await conn.fetch(q("outbox_retry_dead"), ids)]
+    revived = await admin.retry_dead_notices(pool, ids)
     if revived:
         log.info("outbox.retried", notices=len(revived))
     return revived
@@ -271,23 +263,17 @@ async def prune(
         dry_run: count and list, delete nothing.
         batch: jobs per delete statement.
     """
-    terminal = sorted(s.value for s in TERMINAL)
     if dry_run:
-        rows = await pool.fetch(
-            q("job_prunable"), older_than_seconds, with_dead_notices, terminal, None
-        )
+        rows = await admin.prunable(pool, older_than_seconds, with_dead_notices, TERMINAL)
         return Pruned(len(rows), [r["public_id"] for r in rows[:100]], 0, True)
     total, files = 0, 0
     names: list[str] = []
     while True:
-        async with pool.acquire() as conn, conn.transaction():
-            rows = await conn.fetch(
-                q("job_prunable"), older_than_seconds, with_dead_notices, terminal, batch
-            )
-            if not rows:
-                break
-            deleted = await conn.fetch(q("job_delete_many"), [r["id"] for r in rows], terminal)
-        gone = {r["id"] for r in deleted}
+        rows, gone = await admin.prune_batch(
+            pool, older_than_seconds, with_dead_notices, TERMINAL, batch
+        )
+        if not rows:
+            break
         total += len(gone)
         names += [r["public_id"] for r in rows if r["id"] in gone][: max(0, 100 - len(names))]
         paths = [p for r in rows if r["id"] in gone for p in r["paths"]]

@@ -3,9 +3,10 @@
 Two kinds of numbers, kept apart on purpose:
 
 - **Process metrics** count what happened in *this* process (transitions it wrote, attempts it
-  ran, cancels it answered, Discord 429s it met). They live in :data:`REGISTRY` and are fed by
-  one-line hooks (the functions below) called by the engine, the worker and the transport. Sum
-  them over replicas in Prometheus.
+  ran, cancels it answered, Discord 429s it met). They live in :data:`REGISTRY`, fed by the
+  engine and the worker through :mod:`jobs.engine.observe` (:class:`EngineMetrics`, registered
+  when this module is imported) and by the transport through the hooks below. Sum them over
+  replicas in Prometheus.
 - **Database gauges** (jobs by state and kind, queue lag, outbox backlog and delivery lag) are
   read from PostgreSQL when ``/metrics`` is scraped (:class:`DatabaseCollector`), so every
   replica reports the same truth; take ``max`` over replicas, never ``sum``.
@@ -17,10 +18,9 @@ Hooks for the transport (the Discord bot) — call them where the thing happens:
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 from prometheus_client import (
     CollectorRegistry,
@@ -36,14 +36,13 @@ from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
 
-from jobs.engine.queries import q
-from jobs.engine.state import State
+from jobs.engine import observe
+from jobs.engine.admin import read_gauges
+from jobs.engine.model import AttemptOutcome, CancelOutcome, Fence, Move, Moved
+from jobs.engine.state import Actor, State
 
 if TYPE_CHECKING:
     import asyncpg
-
-    from jobs.engine.state import Actor
-    from jobs.engine.transition import Move, Moved
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -136,47 +135,44 @@ NOTICES_DEAD_LETTERED = Counter(
     registry=REGISTRY,
 )
 
-# -- hooks called by the engine --------------------------------------------------------------
+# -- what the engine and the worker tell us (jobs/engine/observe.py) --------------------------
 
 
-def transitions_written(
-    actor: Actor, fence: str, moves: Sequence[Move], moved: Sequence[Moved]
-) -> None:
-    """Count what one :func:`jobs.engine.transition.transition` call did (called by it)."""
-    outcome_by_source = {m.source: m.outcome for m in moves}
-    for m in moved:
-        if m.target is None:
-            if fence == "attempt":  # kept as an ignored event
-                STALE_WRITES.labels(actor.value).inc()
-            continue
-        TRANSITIONS.labels(m.source.value, m.target.value, actor.value).inc()
-        if outcome_by_source.get(m.source) == "abandoned":
-            LEASE_EXPIRIES.labels(str(m.record.get("kind"))).inc()
-        if m.target is State.RUNNING and m.record.get("since_due") is not None:
-            START_LATENCY.labels(str(m.record["kind"])).observe(
-                max(0.0, m.record["since_due"].total_seconds())
-            )
+class EngineMetrics(observe.Observer):
+    """Counts what the engine and the worker of this process did."""
+
+    def transitions_written(
+        self, actor: Actor, fence: Fence, moves: Sequence[Move], moved: Sequence[Moved]
+    ) -> None:
+        outcome_by_source = {m.source: m.outcome for m in moves}
+        for m in moved:
+            if m.target is None:
+                if fence == "attempt":  # kept as an ignored event
+                    STALE_WRITES.labels(actor.value).inc()
+                continue
+            TRANSITIONS.labels(m.source.value, m.target.value, actor.value).inc()
+            if outcome_by_source.get(m.source) is AttemptOutcome.ABANDONED:
+                LEASE_EXPIRIES.labels(str(m.record.get("kind"))).inc()
+            if m.target is State.RUNNING and m.record.get("since_due") is not None:
+                START_LATENCY.labels(str(m.record["kind"])).observe(
+                    max(0.0, m.record["since_due"].total_seconds())
+                )
+
+    def cancel_answered(self, answer: CancelOutcome) -> None:
+        CANCELS.labels(answer.outcome.value).inc()
+
+    def attempt_started(self, kind: str) -> None:
+        ATTEMPTS_RUNNING.labels(kind).inc()
+
+    def attempt_ended(self, kind: str, outcome: AttemptOutcome | None, seconds: float) -> None:
+        ATTEMPTS_RUNNING.labels(kind).dec()
+        JOB_DURATION.labels(kind, outcome.value if outcome else "lost").observe(seconds)
 
 
-def attempt_started(kind: str) -> float:
-    """A worker started an attempt; returns the start time to pass to :func:`attempt_ended`."""
-    ATTEMPTS_RUNNING.labels(kind).inc()
-    return time.monotonic()
-
-
-def attempt_ended(kind: str, outcome: str | None, started: float) -> None:
-    """A worker's attempt ended (``outcome`` None: the lease was lost, nothing recorded)."""
-    ATTEMPTS_RUNNING.labels(kind).dec()
-    JOB_DURATION.labels(kind, outcome or "lost").observe(time.monotonic() - started)
-
-
-T = TypeVar("T")
-
-
-def cancel_answered(answer: T) -> T:
-    """Count a cancel's answer (a :class:`jobs.engine.model.CancelOutcome`) and pass it through."""
-    CANCELS.labels(str(getattr(answer, "outcome", "unknown"))).inc()
-    return answer
+ENGINE_METRICS = EngineMetrics()
+# Registered on import: whatever process imports this module (every one that serves /metrics)
+# counts what its engine and worker do from then on.
+observe.register(ENGINE_METRICS)
 
 
 # -- hooks called by the transport (the Discord bot) -----------------------------------------
@@ -228,21 +224,18 @@ class DatabaseCollector(Collector):
         """Read the gauges; on a database error the snapshot says ``up = False``."""
         import asyncpg
 
-        snap = Snapshot()
         try:
-            async with pool.acquire(timeout=within) as conn, conn.transaction(readonly=True):
-                await conn.execute(f"SET LOCAL statement_timeout = {int(within * 1000)}")
-                for r in await conn.fetch(q("metrics_job_count_by_state_kind")):
-                    snap.jobs[(r["state"], r["kind"])] = r["count"]
-                snap.queue_lag_seconds = float(await conn.fetchval(q("metrics_queue_lag")))
-                row = await conn.fetchrow(q("metrics_outbox"))
-                assert row is not None
-                snap.outbox = {"pending": row["pending"], "dead": row["dead"]}
-                snap.outbox_oldest_pending_seconds = float(row["oldest_pending_seconds"])
-            snap.up = True
+            gauges = await read_gauges(pool, within)
         except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError):
-            snap = Snapshot(up=False)
-        self.snapshot = snap
+            self.snapshot = Snapshot(up=False)
+            return
+        self.snapshot = Snapshot(
+            up=True,
+            jobs=gauges.jobs,
+            queue_lag_seconds=gauges.queue_lag_seconds,
+            outbox=gauges.outbox,
+            outbox_oldest_pending_seconds=gauges.outbox_oldest_pending_seconds,
+        )
 
     def collect(self) -> Iterator[Metric]:
         snap = self.snapshot
@@ -310,16 +303,14 @@ def samples(text: str) -> dict[str, float]:
 
 __all__: list[str] = [
     "CONTENT_TYPE",
+    "ENGINE_METRICS",
     "REGISTRY",
     "DatabaseCollector",
-    "attempt_ended",
-    "attempt_started",
-    "cancel_answered",
+    "EngineMetrics",
     "discord_rate_limited",
     "discord_retry",
     "notice_dead_lettered",
     "notice_delivered",
     "render",
     "samples",
-    "transitions_written",
 ]

@@ -13,15 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-# Human names of the bounds, as they appear in failure reasons.
-BOUND_NAMES: dict[str, str] = {
-    "step_tokens": "tokens per step",
-    "step_tool_calls": "tool_calls per step",
-    "step_seconds": "seconds per step",
-    "job_steps": "steps per job",
-    "job_tokens": "tokens per job",
-    "job_seconds": "seconds per job",
-}
+from jobs.errors import BOUND_NAMES, BudgetExceeded
 
 
 class Budget(BaseModel):
@@ -45,18 +37,6 @@ class Budget(BaseModel):
             mine, theirs = getattr(self, name), getattr(other, name)
             values[name] = theirs if mine is None else mine if theirs is None else min(mine, theirs)
         return Budget(**values)
-
-
-class BudgetExceeded(Exception):
-    """A bound was exceeded; the job fails (no retry) unless the handler recovers."""
-
-    def __init__(self, bound: str, used: float, limit: float) -> None:
-        self.bound, self.used, self.limit = bound, used, limit
-        super().__init__(f"budget exceeded: {BOUND_NAMES[bound]} {_num(used)} > {_num(limit)}")
-
-
-def _num(value: float) -> str:
-    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 class Usage(BaseModel):

@@ -8,32 +8,26 @@ import time
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
-
-import structlog
+from typing import Any, ParamSpec, TypeVar
 
 from jobs.engine.db import UNAVAILABLE
+from jobs.engine.store import JobStore
+from jobs.runtime.asset import AssetRef, put_asset
+from jobs.runtime.attempt import Attempt
 from jobs.runtime.budget import Budget, Meter, Usage
-
-if TYPE_CHECKING:
-    from jobs.engine.store import JobStore
-    from jobs.runtime.asset import AssetRef
-    from jobs.runtime.effect import Do, Lookup
+from jobs.runtime.effect import Do, Lookup, run_effect
+from jobs.runtime.step import Steps
 
 P = ParamSpec("P")
 T = TypeVar("T")
 
 
-class JobCancelled(Exception):
-    """Raised at a checkpoint once the job was asked to stop (cancel, deadline or shutdown)."""
-
-
-class Context:
+class Context(Attempt):
     """One attempt's view of its job.
 
     A handler calls :meth:`checkpoint` (or sleeps with :meth:`sleep`) between pieces of work; when
-    a cancel was requested these raise :class:`JobCancelled`, and the runtime records the attempt
-    as cancelled (or, on worker shutdown, as released for another worker).
+    a cancel was requested these raise :class:`~jobs.errors.JobCancelled`, and the runtime
+    records the attempt as cancelled (or, on worker shutdown, as released for another worker).
     """
 
     # Progress writes are coalesced: at most one per job per interval, always the latest.
@@ -51,17 +45,13 @@ class Context:
         budget: Budget | None = None,
         assets_dir: Path | None = None,
     ) -> None:
-        self.store = store
-        self.job_id = job_id
-        self.public_id = public_id
-        self.attempt_id = attempt_id
-        self.attempt = attempt
-        self.kind = kind
-        self.cancelled = asyncio.Event()
-        """Set when this attempt must stop; a handler may await it directly."""
-        self.stop_reason: str | None = None  # "cancel" or "shutdown"
-        self.log = structlog.get_logger("job").bind(
-            job_id=public_id, attempt_id=attempt_id, kind=kind
+        super().__init__(
+            store=store,
+            job_id=job_id,
+            public_id=public_id,
+            attempt_id=attempt_id,
+            attempt=attempt,
+            kind=kind,
         )
         self._progress: dict[str, Any] | None = None
         self._progress_written_at = 0.0
@@ -70,25 +60,12 @@ class Context:
         """The bounds this attempt runs inside (global settings, then the kind's defaults)."""
         self.assets_dir = assets_dir or Path("assets")
         self.children: set[int] = set()
-        self._effect_locks: dict[str, asyncio.Lock] = {}
         """Process groups of running child processes (see :mod:`jobs.kinds.process`)."""
-        from jobs.runtime.step import Steps
-
+        self._effect_locks: dict[str, asyncio.Lock] = {}
         self._steps = Steps()
 
-    def request_stop(self, why: str) -> None:
-        """Tell the handler to stop at its next checkpoint (called by the runtime)."""
-        if self.stop_reason is None or why == "cancel":
-            self.stop_reason = why
-        self.cancelled.set()
-
-    def checkpoint(self) -> None:
-        """Raise :class:`JobCancelled` if this attempt was asked to stop."""
-        if self.cancelled.is_set():
-            raise JobCancelled(self.stop_reason or "cancel")
-
     async def sleep(self, seconds: float) -> None:
-        """Sleep, waking at once (with :class:`JobCancelled`) when asked to stop."""
+        """Sleep, waking at once (with :class:`~jobs.errors.JobCancelled`) when asked to stop."""
         self.checkpoint()
         try:
             await asyncio.wait_for(self.cancelled.wait(), timeout=seconds)
@@ -139,7 +116,7 @@ class Context:
         Raises (on entry) JobCancelled once a stop was requested, BudgetExceeded when the job's
         step budget is spent; (inside) BudgetExceeded on the first excess of a bound.
         """
-        return self._steps.step(self, name)
+        return self._steps.step(self, self.budget, name)
 
     @property
     def usage(self) -> Usage | None:
@@ -151,8 +128,6 @@ class Context:
 
         See :mod:`jobs.runtime.effect`.
         """
-        from jobs.runtime.effect import run_effect
-
         # Two calls with one key at once (asyncio.gather) take turns: the second sees the
         # first's outcome instead of its intent, which would look like an effect in doubt.
         async with self._effect_locks.setdefault(key, asyncio.Lock()):
@@ -162,9 +137,7 @@ class Context:
         self, name: str, data: bytes | str, content_type: str | None = None
     ) -> AssetRef:
         """Keep ``data`` as an asset of the job; it outlives the job and its cancellation."""
-        from jobs.runtime.asset import put_asset
-
-        return await put_asset(self, name, data, content_type)
+        return await put_asset(self, self.assets_dir, name, data, content_type)
 
     async def run_blocking(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         """Run blocking or CPU-heavy ``fn`` in a thread so other jobs keep their heartbeats.

@@ -21,20 +21,16 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from jobs.engine.model import Claim
-from jobs.engine.store import Finish, backoff, redact_error
-from jobs.runtime.budget import BudgetExceeded
-from jobs.runtime.context import Context, JobCancelled
-from jobs.runtime.effect import EffectInDoubt
+from jobs.backoff import backoff
+from jobs.engine.model import AttemptOutcome, Claim
+from jobs.engine.store import Finish, redact_error
+from jobs.errors import BudgetExceeded, EffectInDoubt, JobCancelled, JobFailed, LeaseLost
+from jobs.runtime.attempt import StopReason
+from jobs.runtime.context import Context
 from jobs.runtime.registry import Kind
-from jobs.runtime.step import LeaseLost
 
 # How json.dumps writes a NUL (an escape not itself escaped), which jsonb refuses.
 _NUL_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
-
-
-class JobFailed(Exception):
-    """Raised by a handler to fail the job now, without a retry (e.g. a non-zero exit)."""
 
 
 async def execute(
@@ -55,7 +51,7 @@ async def execute(
             ) from None
     except (JobCancelled, LeaseLost):
         await ctx.flush()
-        return Finish(*ids, "released" if ctx.stop_reason == "shutdown" else "cancelled")
+        return Finish(*ids, _stopped(ctx.stop_reason))
     except BudgetExceeded as exc:
         await ctx.flush()
         ctx.log.warning("job.budget_exceeded", bound=exc.bound, used=exc.used, limit=exc.limit)
@@ -66,16 +62,16 @@ async def execute(
             "used": exc.used,
             "limit": exc.limit,
         }
-        return Finish(*ids, "failed", error=error, reason=str(exc))
+        return Finish(*ids, AttemptOutcome.FAILED, error=error, reason=str(exc))
     except EffectInDoubt as exc:
         await ctx.flush()
         ctx.log.warning("job.effect_in_doubt", key=exc.key)
-        return Finish(*ids, "unknown", error=redact_error(exc), reason=str(exc)[:500])
+        return Finish(*ids, AttemptOutcome.UNKNOWN, error=redact_error(exc), reason=str(exc)[:500])
     except JobFailed as exc:
         await ctx.flush()
         failure = redact_error(exc)
         ctx.log.warning("job.attempt_failed", error=failure["message"])
-        return Finish(*ids, "failed", error=failure, reason=failure["message"][:500])
+        return Finish(*ids, AttemptOutcome.FAILED, error=failure, reason=failure["message"][:500])
     except Exception as exc:
         await ctx.flush()
         failure = redact_error(exc)
@@ -84,8 +80,8 @@ async def execute(
         if spec.retry_safe and claim.attempt < claim.max_attempts:
             delay = backoff(claim.attempt, base=retry_base, cap=retry_cap)
             run_at = datetime.now(UTC) + timedelta(seconds=delay)
-            return Finish(*ids, "retry", error=failure, reason=reason, run_at=run_at)
-        return Finish(*ids, "failed", error=failure, reason=reason)
+            return Finish(*ids, AttemptOutcome.RETRY, error=failure, reason=reason, run_at=run_at)
+        return Finish(*ids, AttemptOutcome.FAILED, error=failure, reason=reason)
     await ctx.flush()
     refused = _unstorable(result)
     if refused is not None:
@@ -94,9 +90,17 @@ async def execute(
         ctx.log.warning("job.result_unstorable", error=refused)
         message = f"result cannot be stored as JSON: {refused}"
         return Finish(
-            *ids, "failed", error={"type": "UnstorableResult", "message": message}, reason=message
+            *ids,
+            AttemptOutcome.FAILED,
+            error={"type": "UnstorableResult", "message": message},
+            reason=message,
         )
-    return Finish(*ids, "succeeded", result=result)
+    return Finish(*ids, AttemptOutcome.SUCCEEDED, result=result)
+
+
+def _stopped(reason: StopReason | None) -> AttemptOutcome:
+    """How an attempt that stopped when asked ends: released on shutdown, else cancelled."""
+    return AttemptOutcome.RELEASED if reason is StopReason.SHUTDOWN else AttemptOutcome.CANCELLED
 
 
 def _unstorable(result: Any) -> str | None:

@@ -11,17 +11,15 @@ import importlib
 import importlib.metadata
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from jobs.errors import InvalidParams, UnknownKind
 from jobs.runtime.budget import Budget
+from jobs.runtime.context import Context
 
-if TYPE_CHECKING:
-    from jobs.runtime.context import Context
-
-Handler = Callable[["Context", Any], Awaitable[Any]]
+Handler = Callable[[Context, Any], Awaitable[Any]]
 ENTRY_POINT_GROUP = "errand.kinds"
 
 

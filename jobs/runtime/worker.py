@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import secrets
-import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,16 +18,20 @@ from typing import Any
 import asyncpg
 import structlog
 
+from jobs.backoff import backoff
+from jobs.engine import observe
 from jobs.engine.db import UNAVAILABLE, connect
-from jobs.engine.model import Claim
+from jobs.engine.ids import incarnation
+from jobs.engine.model import AttemptOutcome, Claim
 from jobs.engine.store import Finish, JobStore
 from jobs.logs import get_logger
-from jobs.ops import metrics
+from jobs.runtime.attempt import StopReason
 from jobs.runtime.budget import Budget
 from jobs.runtime.context import Context
 from jobs.runtime.execute import execute
 from jobs.runtime.registry import Registry
 from jobs.settings import BudgetSettings, WorkerSettings, default_data_dir
+from jobs.supervise import supervise
 
 log = get_logger("worker")
 
@@ -38,9 +39,9 @@ log = get_logger("worker")
 _REAPER_ERRORS: tuple[type[BaseException], ...] = (asyncpg.PostgresError, *UNAVAILABLE)
 
 
-def incarnation() -> str:
-    """A name unique to this worker process: host, pid and a random part."""
-    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+def _retry_in(failures: int) -> float:
+    """How long a loop waits after its ``failures``-th failure in a row: 0.2 s doubling to 5 s."""
+    return backoff(failures, base=0.2, cap=5.0, jitter=False)
 
 
 @dataclass
@@ -100,11 +101,7 @@ class Worker:
         await listening.wait()
         self.ready.set()
         try:
-            stopper = asyncio.create_task(stop.wait())
-            done, _ = await asyncio.wait([stopper, *loops], return_when=asyncio.FIRST_COMPLETED)
-            for task in done:
-                if task is not stopper:
-                    task.result()  # a loop died: surface its exception
+            await supervise(loops, stop)  # a loop that died raises its exception here
             await self._shutdown(hard_stop or asyncio.Event())
         finally:
             for task in loops:
@@ -126,7 +123,7 @@ class Worker:
             return
         log.info("worker.draining", jobs=len(self.running))
         for item in self.running.values():
-            item.ctx.request_stop("shutdown")
+            item.ctx.request_stop(StopReason.SHUTDOWN)
         tasks = [item.task for item in self.running.values()]
         hard = asyncio.create_task(hard_stop.wait())
         # Wait for every job, but stop waiting at once on a second signal (hard stop).
@@ -151,7 +148,7 @@ class Worker:
         While it is down, polling (``poll_seconds``) and heartbeat replies still find new jobs
         and cancels; after a reconnect the claim loop is woken, since NOTIFYs were missed.
         """
-        delay = 0.2
+        failures = 0
         while True:
             lost = asyncio.Event()
             conn: asyncpg.Connection | None = None
@@ -160,27 +157,31 @@ class Worker:
                 conn.add_termination_listener(lambda _conn, lost=lost: lost.set())
                 await conn.add_listener("errand_job", self._on_job)
                 await conn.add_listener("errand_cancel", self._on_cancel)
-                self._listener, delay = conn, 0.2
+                self._listener, failures = conn, 0
                 listening.set()
                 self._wake.set()
                 await lost.wait()
                 log.warning("worker.listener_lost")
             except UNAVAILABLE as exc:
-                log.warning("worker.listen_failed", error=str(exc), retry_in=delay)
+                log.warning(
+                    "worker.listen_failed", error=str(exc), retry_in=_retry_in(failures + 1)
+                )
             finally:
                 listening.set()  # polling works without it; do not hold the start
                 self._listener = None
                 if conn is not None and not conn.is_closed():
                     with contextlib.suppress(Exception):
                         await conn.close()
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 5.0)
+            failures += 1
+            await asyncio.sleep(_retry_in(failures))
 
-    async def _unavailable(self, what: str, exc: BaseException, delay: float) -> float:
-        """Log a database outage seen by one loop, wait, and return the next delay."""
+    async def _unavailable(self, what: str, exc: BaseException, failures: int) -> int:
+        """Log a database outage seen by one loop, wait, and return the failures so far."""
+        failures += 1
+        delay = _retry_in(failures)
         log.warning("worker.database_unavailable", during=what, error=str(exc), retry_in=delay)
         await asyncio.sleep(delay)
-        return min(delay * 2, 5.0)
+        return failures
 
     def _on_job(self, *_: Any) -> None:
         self._wake.set()
@@ -191,7 +192,7 @@ class Worker:
             return
         item = self.running.get(int(text))
         if item is not None:
-            item.ctx.request_stop("cancel")
+            item.ctx.request_stop(StopReason.CANCEL)
             return
         # The claim's COMMIT makes the job visible as running before this worker has registered
         # the attempt; a cancel in that gap must not wait for the next heartbeat. Cancels of
@@ -204,7 +205,7 @@ class Worker:
     # -- loops ----------------------------------------------------------------------------
 
     async def _claim_loop(self) -> None:
-        delay = 0.2
+        failures = 0
         while not self._stopping.is_set():
             free = self.settings.concurrency - len(self.running)
             claims: list[Claim] = []
@@ -218,9 +219,9 @@ class Worker:
                         kinds=self.registry.names(),
                     )
                 except UNAVAILABLE as exc:
-                    delay = await self._unavailable("claim", exc, delay)
+                    failures = await self._unavailable("claim", exc, failures)
                     continue
-                delay = 0.2
+                failures = 0
                 for claim in claims:
                     self._start(claim)
             if free > 0 and len(claims) == min(free, self.settings.claim_batch):
@@ -250,10 +251,10 @@ class Worker:
             if item is None:
                 continue
             if verdict == "cancelling":
-                item.ctx.request_stop("cancel")
+                item.ctx.request_stop(StopReason.CANCEL)
             elif verdict == "lost":
                 log.warning("job.lease_lost", job_id=item.claim.public_id, attempt_id=attempt_id)
-                item.ctx.request_stop("lost")
+                item.ctx.request_stop(StopReason.LOST)
                 item.task.cancel()
 
     async def _reaper_loop(self) -> None:
@@ -272,7 +273,7 @@ class Worker:
                 log.info("reaper.acted", **done)
 
     async def _flush_loop(self) -> None:
-        delay = 0.2
+        failures = 0
         while True:
             await self._flush.wait()
             self._flush.clear()
@@ -286,14 +287,14 @@ class Worker:
                     # Keep the outcomes and write them once the database is back; fenced by
                     # attempt, a write that comes too late becomes an ignored event.
                     self._finished[:0] = batch
-                    delay = await self._unavailable("finish", exc, delay)
+                    failures = await self._unavailable("finish", exc, failures)
                     self._flush.set()
                     continue
                 except Exception as exc:  # a refused write must not sink the batch or the loop
                     log.error("worker.finish_batch_refused", error=str(exc), size=len(batch))
                     await self._finish_one_by_one(batch)
                 self._writing = []
-                delay = 0.2
+                failures = 0
                 self._wake.set()  # slots are free: claim again
 
     async def _finish_one_by_one(self, batch: list[Finish]) -> None:
@@ -338,26 +339,31 @@ class Worker:
         task = asyncio.create_task(self._run(claim, ctx), name=f"job:{claim.public_id}")
         self.running[claim.attempt_id] = _Running(claim, ctx, task)
         if self._early_cancels.pop(claim.attempt_id, None) is not None:
-            ctx.request_stop("cancel")
+            ctx.request_stop(StopReason.CANCEL)
 
     async def _run(self, claim: Claim, ctx: Context) -> None:
         structlog.contextvars.bind_contextvars(job_id=claim.public_id, attempt_id=claim.attempt_id)
-        started = metrics.attempt_started(claim.kind)
+        observe.attempt_started(claim.kind)
+        started = time.monotonic()
         finish: Finish | None = None
         try:
             finish = await self._execute(claim, ctx)
         except asyncio.CancelledError:
             # Cancelled by the runtime: after the shutdown grace we release the lease; when the
             # lease was lost there is nothing left to record.
-            if ctx.stop_reason != "lost":
+            if ctx.stop_reason is not StopReason.LOST:
                 finish = Finish(
                     claim.job_id,
                     claim.attempt_id,
-                    "released" if ctx.stop_reason == "shutdown" else "cancelled",
+                    AttemptOutcome.RELEASED
+                    if ctx.stop_reason is StopReason.SHUTDOWN
+                    else AttemptOutcome.CANCELLED,
                 )
         finally:
             self.running.pop(claim.attempt_id, None)
-            metrics.attempt_ended(claim.kind, finish.outcome if finish else None, started)
+            observe.attempt_ended(
+                claim.kind, finish.outcome if finish else None, time.monotonic() - started
+            )
             if finish is not None:
                 self._finished.append(finish)
                 self._flush.set()

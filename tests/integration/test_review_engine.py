@@ -14,12 +14,12 @@ from pydantic import BaseModel, ConfigDict
 
 from jobs.engine.model import Claim
 from jobs.engine.store import Finish, JobStore
+from jobs.errors import LeaseLost
 from jobs.kinds.command import CommandSpec, run_command
 from jobs.runtime.asset import INLINE_LIMIT, read_asset
 from jobs.runtime.budget import Budget
 from jobs.runtime.context import Context
 from jobs.runtime.registry import Kind, Registry
-from jobs.runtime.step import LeaseLost
 from jobs.secrets import scrub
 from tests.integration.runtime_support import running_worker, wait_for
 

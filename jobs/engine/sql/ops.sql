@@ -1,14 +1,14 @@
 -- Operator SQL: scrape-time metrics, the job timeline, the outbox dead letters and pruning
--- (loaded with queries.sql by jobs/queries.py). Nothing here changes a job's state.
+-- (loaded with queries.sql by jobs/engine/queries.py). Nothing here changes a job's state.
 
 -- name: metrics_job_count_by_state_kind
 -- Jobs by state and kind, for the errand_jobs gauge.
 SELECT state::text AS state, kind, count(*)::bigint AS count FROM job GROUP BY state, kind;
 
 -- name: metrics_queue_lag
--- Seconds the oldest due queued job has waited (0 when none waits).
+-- Seconds the oldest due queued job ($1: queued) has waited (0 when none waits).
 SELECT coalesce(extract(epoch FROM now() - min(run_at)), 0)::float8
-FROM job WHERE state = 'queued' AND run_at <= now();
+FROM job WHERE state = $1::job_state AND run_at <= now();
 
 -- name: metrics_outbox
 -- Undelivered notices: pending and dead-lettered, and the age of the oldest pending one.

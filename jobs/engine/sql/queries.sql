@@ -1,5 +1,5 @@
 -- Runtime SQL of the job engine. Each query starts with "-- name: NAME" and a one-line
--- description; jobs/queries.py loads them into a mapping and a test checks every name used exists.
+-- description; jobs/engine/queries.py loads them into a mapping and a test checks every name used exists.
 -- Placeholders are asyncpg's $n.
 
 -- name: job_insert
@@ -84,6 +84,8 @@ RETURNING id, job_id;
 -- the end of the previous attempt, outbox rows and wake-ups, all in one statement.
 -- $10 fence: 'attempt' = only the current attempt may write; 'claim' = the attempt in $2 takes
 -- the lease; 'none' = no attempt involved. A move reason of '@keep' keeps the job's reason.
+-- $17: the states in which an attempt holds the lease (LIVE), $18: the terminal states
+-- (TERMINAL), both from jobs/engine/state.py.
 WITH input AS (
     SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::jsonb[], $5::jsonb[],
                          $6::timestamptz[])
@@ -111,14 +113,13 @@ WITH input AS (
         error = coalesce(p.error, j.error),
         run_at = coalesce(p.run_at, j.run_at),
         current_attempt_id = CASE
-            WHEN p.to_state NOT IN ('running', 'cancelling') THEN NULL
+            WHEN p.to_state <> ALL($17::job_state[]) THEN NULL
             WHEN $10::text = 'claim' THEN p.attempt_id
             ELSE j.current_attempt_id END,
         attempts = j.attempts + (CASE WHEN $10::text = 'claim' THEN 1 ELSE 0 END),
         started_at = CASE WHEN $10::text = 'claim' THEN coalesce(j.started_at, now())
                           ELSE j.started_at END,
-        finished_at = CASE WHEN p.to_state IN ('succeeded', 'failed', 'cancelled')
-                           THEN now() END,
+        finished_at = CASE WHEN p.to_state = ANY($18::job_state[]) THEN now() END,
         cancel_requested_at = CASE WHEN $13::text IS NULL THEN j.cancel_requested_at
                                    ELSE coalesce(j.cancel_requested_at, now()) END,
         cancel_requested_by = coalesce(j.cancel_requested_by, $13::text),
@@ -132,7 +133,7 @@ WITH input AS (
 ), ended AS (
     UPDATE attempt a SET ended_at = now(), outcome = m.attempt_outcome, error = m.attempt_error
     FROM moved m
-    WHERE a.id = m.prev_attempt_id AND m.state NOT IN ('running', 'cancelling')
+    WHERE a.id = m.prev_attempt_id AND m.state <> ALL($17::job_state[])
 ), ev AS (
     INSERT INTO event (job_id, from_state, to_state, actor, attempt_id, reason, data)
     SELECT m.id, m.from_state, m.state, $9::job_actor,
@@ -196,13 +197,14 @@ WHERE id = $1 AND current_attempt_id = $2
 RETURNING public_id, pg_notify('errand_progress', public_id)::text AS _notified;
 
 -- name: job_expired_leases
--- Live jobs whose lease expired, locked so two reapers never act on one job.
+-- Live jobs ($2: the states in which an attempt holds the lease) whose lease expired, locked
+-- so two reapers never act on one job.
 SELECT j.id, j.public_id, j.state, j.attempts, j.max_attempts, j.cancel_reason,
        a.id AS attempt_id,
        EXISTS (SELECT 1 FROM effect e WHERE e.job_id = j.id AND e.status = 'intent'
                  AND NOT e.has_lookup) AS blind_effect_in_flight
 FROM job j JOIN attempt a ON a.id = j.current_attempt_id
-WHERE j.state IN ('running', 'cancelling') AND a.lease_expires_at < now()
+WHERE j.state = ANY($2::job_state[]) AND a.lease_expires_at < now()
 ORDER BY j.id
 LIMIT $1
 FOR UPDATE OF j SKIP LOCKED;
@@ -217,10 +219,10 @@ LIMIT $2
 FOR UPDATE SKIP LOCKED;
 
 -- name: job_past_deadline
--- Queued or running jobs past their deadline.
+-- Jobs past their deadline in the states a deadline moves ($2: queued and running).
 SELECT j.id, j.public_id, j.state
 FROM job j
-WHERE j.deadline_at < now() AND j.state IN ('queued', 'running')
+WHERE j.deadline_at < now() AND j.state = ANY($2::job_state[])
 ORDER BY j.id
 LIMIT $1
 FOR UPDATE SKIP LOCKED;

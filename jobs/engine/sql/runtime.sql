@@ -1,4 +1,4 @@
--- Runtime SQL of steps, usage, effects and assets (loaded with queries.sql by jobs/queries.py).
+-- Runtime SQL of steps, usage, effects and assets (loaded with queries.sql by jobs/engine/queries.py).
 -- Every write from a handler is fenced: it only lands while the writer's attempt holds the lease.
 
 -- name: step_start
@@ -72,9 +72,10 @@ FROM asset WHERE job_id = $1 ORDER BY id;
 SELECT name, content_type, size, data, path FROM asset WHERE job_id = $1 AND name = $2;
 
 -- name: event_resolved_retry_since
--- Whether a person resolved the job from unknown to a retry after a moment (an effect's intent).
+-- Whether a person resolved the job from unknown ($3) to a retry (queued, $4) after a moment (an
+-- effect's intent).
 SELECT EXISTS (
     SELECT 1 FROM event
-    WHERE job_id = $1 AND from_state = 'unknown' AND to_state = 'queued' AND NOT ignored
+    WHERE job_id = $1 AND from_state = $3::job_state AND to_state = $4::job_state AND NOT ignored
       AND at > $2
 );

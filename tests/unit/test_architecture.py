@@ -1,0 +1,280 @@
+"""The layout's rules, read from the source with ``ast``: imports point one way, the Discord side
+enters the engine only through ``jobs``' public API, and SQL names no job state by hand.
+
+Every import statement counts, wherever it is: at the top, inside a function, or under
+``if TYPE_CHECKING:`` (an import hidden there still ties the two modules together).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from jobs.engine.state import State
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("jobs", "bot", "discord_emulator")
+
+
+@dataclass(frozen=True)
+class Import:
+    """One import statement: who imports what (``names`` of a ``from`` import)."""
+
+    importer: str
+    module: str  # absolute, as written or resolved from a relative import
+    names: tuple[str, ...]
+    line: int
+
+
+def module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports_in(path: Path, root: Path) -> Iterator[Import]:
+    """Every import statement of one file, relative ones made absolute."""
+    name = module_name(path, root)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield Import(name, alias.name, (), node.lineno)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                module = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                module = node.module or ""
+            yield Import(name, module, tuple(a.name for a in node.names), node.lineno)
+
+
+def project_modules(root: Path = ROOT) -> dict[str, Path]:
+    return {
+        module_name(p, root): p
+        for package in PACKAGES
+        for p in sorted((root / package).rglob("*.py"))
+    }
+
+
+def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
+    """Module -> the project modules it imports (``from pkg import sub`` names the submodule)."""
+    modules = project_modules(root)
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for name, path in modules.items():
+        for imp in imports_in(path, root):
+            targets = [f"{imp.module}.{n}" for n in imp.names if f"{imp.module}.{n}" in modules]
+            if len(targets) < len(imp.names) or not imp.names:
+                targets.append(imp.module)  # names defined in the module itself
+            for target in targets:
+                while target and target not in modules:
+                    target = target.rpartition(".")[0]
+                if target and target != name:
+                    graph[name].add(target)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(found)
+
+
+# -- import cycles ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "package",
+    [
+        "jobs",
+        pytest.param(
+            "bot",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="layout-bot: bot.client <-> commands/delivery/cancel/run, held by "
+                "TYPE_CHECKING and function-local imports",
+            ),
+        ),
+        pytest.param(
+            "discord_emulator",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="emulator (#15): server <-> actions/gateway/control/rest, held by "
+                "TYPE_CHECKING and function-local imports",
+            ),
+        ),
+    ],
+)
+def test_no_import_cycle_among_project_modules(package: str) -> None:
+    """No module of the package is on an import cycle (TYPE_CHECKING and function-local
+    imports count)."""
+    found = [c for c in cycles(import_graph()) if any(m.split(".")[0] == package for m in c)]
+    assert found == []
+
+
+def test_no_jobs_module_imports_the_jobs_root() -> None:
+    """jobs/__init__.py is the public API and imports everything lazily; a module inside jobs/
+    importing it back would make a cycle its lazy loading only hides."""
+    offenders = [
+        f"{imp.importer}:{imp.line}"
+        for name, path in project_modules().items()
+        if name.startswith("jobs.")
+        for imp in imports_in(path, ROOT)
+        if imp.module == "jobs"
+    ]
+    assert offenders == []
+
+
+# -- who may import whom ---------------------------------------------------------------------
+
+# Inside jobs/, a layer imports only its own and lower layers (docs/architecture.md).
+LAYERS = {"engine": 1, "runtime": 2, "kinds": 3, "ops": 4}
+# jobs.settings reads every ERRAND_* setting, the budget bounds included (a runtime Budget, a
+# plain data model); everything else at the top of jobs/ (errors, logs, ...) imports no layer.
+SETTINGS_MAY_IMPORT = {"jobs.runtime.budget"}
+
+
+def layer(module: str) -> int:
+    parts = module.split(".")
+    return LAYERS.get(parts[1], 0) if len(parts) > 1 else 5  # the root: the public API
+
+
+def test_jobs_layers_import_only_downwards() -> None:
+    """engine < runtime < kinds < ops: the engine knows nothing of handlers, kinds or Prometheus;
+    the runtime nothing of the kinds; the kinds nothing of the operator surfaces."""
+    graph = import_graph()
+    upward = sorted(
+        f"{src} -> {dst}"
+        for src, targets in graph.items()
+        if src.startswith("jobs")
+        for dst in targets
+        if dst.startswith("jobs")
+        and layer(dst) > layer(src)
+        and not (src == "jobs.settings" and dst in SETTINGS_MAY_IMPORT)
+    )
+    assert upward == []
+
+
+def test_jobs_never_imports_bot_discord_or_the_emulator() -> None:
+    """jobs/ is transport-agnostic: no module in it imports discord, bot or the emulator."""
+    offenders = [
+        f"{imp.importer}:{imp.line} {imp.module}"
+        for name, path in project_modules().items()
+        if name.split(".")[0] == "jobs"
+        for imp in imports_in(path, ROOT)
+        if imp.module.split(".")[0] in {"discord", "bot", "discord_emulator"}
+    ]
+    assert offenders == []
+
+
+@pytest.mark.xfail(strict=True, reason="layout-bot: bot/ still imports jobs internals")
+def test_bot_imports_only_the_public_api_of_jobs() -> None:
+    """bot/ uses ``from jobs import X`` and nothing deeper (no jobs.engine..., jobs.ops...)."""
+    offenders = [
+        f"{imp.importer}:{imp.line} {imp.module}"
+        for name, path in project_modules().items()
+        if name.split(".")[0] == "bot"
+        for imp in imports_in(path, ROOT)
+        if imp.module.startswith("jobs.") or (imp.module == "jobs" and not imp.names)
+    ]
+    assert offenders == []
+
+
+# -- job states in SQL -----------------------------------------------------------------------
+
+_STATE = "|".join(s.value for s in State)
+# Two or more quoted state names in one list: ('a', 'b'), ARRAY['a', 'b'] or '{a,b}'.
+LITERAL_STATE_LIST = re.compile(
+    rf"""[(\[]\s*'(?:{_STATE})'(?:\s*,\s*'(?:{_STATE})')+\s*[)\]]"""
+    rf"""|'\{{\s*(?:{_STATE})(?:\s*,\s*(?:{_STATE}))+\s*\}}'""",
+    re.IGNORECASE,
+)
+
+
+def sql_files(root: Path = ROOT) -> list[Path]:
+    """Every .sql file the code runs. Migrations are left out: they are the schema's history
+    (the enum itself, CHECKs and partial indexes), frozen once applied, and the enum is checked
+    against State by tests/unit/test_state_table.py."""
+    return sorted(
+        p
+        for package in PACKAGES
+        for p in (root / package).rglob("*.sql")
+        if "migrations" not in p.relative_to(root).parts
+    )
+
+
+def literal_state_lists(text: str) -> list[str]:
+    code = "\n".join(line.split("--", 1)[0] for line in text.splitlines())  # not comments
+    return [m[0] for m in LITERAL_STATE_LIST.finditer(code)]
+
+
+def test_no_sql_names_a_list_of_job_states() -> None:
+    """State sets come from jobs/engine/state.py as array parameters, so a new state changes
+    one table in Python, not hand-written lists in SQL."""
+    files = sql_files()
+    names = {str(p.relative_to(ROOT)) for p in files}
+    assert names >= {"jobs/engine/sql/queries.sql", "bot/sql/discord.sql"}  # the search works
+    found = {
+        str(p.relative_to(ROOT)): lists
+        for p in files
+        if (lists := literal_state_lists(p.read_text()))
+    }
+    assert found == {}
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "WHERE state IN ('queued', 'running')",
+        "WHERE state NOT IN ('succeeded','failed', 'cancelled')",
+        "WHERE state = ANY(ARRAY['running', 'cancelling'])",
+        "WHERE state = ANY('{running,cancelling}'::job_state[])",
+    ],
+)
+def test_the_state_list_search_finds_the_usual_spellings(sql: str) -> None:
+    """The SQL check is not blind: each spelling of a literal state list is found."""
+    assert literal_state_lists(sql) != []
+
+
+def test_the_state_list_search_ignores_single_states_and_other_lists() -> None:
+    """One state, or a list mixing a state with other words, is not a list of states."""
+    sql = (
+        "SELECT id, NULL, 'queued', 'requester' FROM ins;\n"
+        "jsonb_build_object('from', NULL, 'to', 'queued');\n"
+        "WHERE status IN ('intent', 'done') AND state = 'cancelling'"
+    )
+    assert literal_state_lists(sql) == []

@@ -1,0 +1,149 @@
+"""The pure functions under the engine and the operator CLI: duration parsing, budget
+tightening, the backoff formula and the named-query loader."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from jobs.backoff import backoff
+from jobs.engine.outbox import retry_delay
+from jobs.engine.queries import load_named, queries
+from jobs.ops.inspect import parse_duration
+from jobs.runtime.budget import BOUND_NAMES, Budget
+
+# -- parse_duration --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("45s", 45),
+        ("90m", 5400),
+        ("12h", 43200),
+        ("30d", 2592000),
+        ("2w", 1209600),
+        ("120", 120),
+        ("1.5h", 5400),
+        (" 7 d ", 604800),
+        ("0", 0),
+    ],
+)
+def test_a_duration_is_a_number_with_an_optional_unit(text: str, seconds: float) -> None:
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "d", "30x", "-5m", "5 minutes", "1h30m", "3e2s", "1,5h"])
+def test_a_bad_duration_is_refused_with_an_example(text: str) -> None:
+    with pytest.raises(ValueError, match=r"bad duration .*e\.g\. 30d"):
+        parse_duration(text)
+
+
+# -- Budget.tighten --------------------------------------------------------------------------
+
+bounds = st.one_of(st.none(), st.integers(min_value=0, max_value=10**6))
+seconds = st.one_of(st.none(), st.floats(min_value=0.001, max_value=1e6, allow_nan=False))
+budgets = st.builds(
+    Budget,
+    step_tokens=bounds,
+    step_tool_calls=bounds,
+    step_seconds=seconds,
+    job_steps=bounds,
+    job_tokens=bounds,
+    job_seconds=seconds,
+)
+
+
+def test_tightening_takes_the_smaller_bound_and_keeps_a_bound_either_side_sets() -> None:
+    operator = Budget(step_tokens=1000, job_steps=10, job_seconds=60.0)
+    kind = Budget(step_tokens=4000, job_steps=5, step_seconds=5.0)
+    assert operator.tighten(kind) == Budget(
+        step_tokens=1000, job_steps=5, job_seconds=60.0, step_seconds=5.0
+    )
+    assert operator.tighten(None) == operator
+
+
+@given(budgets, budgets)
+def test_tightening_never_loosens_a_bound(first: Budget, second: Budget) -> None:
+    """Whatever a later layer asks, no bound ends above either layer's, and an unset bound is
+    set only from the other layer."""
+    tight = first.tighten(second)
+    for name in BOUND_NAMES:
+        mine, theirs, got = getattr(first, name), getattr(second, name), getattr(tight, name)
+        present = [v for v in (mine, theirs) if v is not None]
+        assert got == (min(present) if present else None)
+    assert tight == second.tighten(first)
+
+
+# -- backoff ---------------------------------------------------------------------------------
+
+
+def test_without_jitter_the_wait_doubles_from_the_base_up_to_the_cap() -> None:
+    waits = [backoff(n, base=0.2, cap=5.0, jitter=False) for n in range(0, 8)]
+    assert waits == pytest.approx([0.2, 0.2, 0.4, 0.8, 1.6, 3.2, 5.0, 5.0])
+
+
+@given(
+    attempt=st.integers(min_value=-3, max_value=80),
+    base=st.floats(min_value=0.01, max_value=100),
+    cap=st.floats(min_value=0.01, max_value=1000),
+    floor=st.floats(min_value=0, max_value=50),
+)
+def test_with_jitter_the_wait_lies_between_the_floor_and_the_ceiling(
+    attempt: int, base: float, cap: float, floor: float
+) -> None:
+    ceiling = min(cap, base * 2 ** max(0, attempt - 1))
+    wait = backoff(attempt, base=base, cap=cap, floor=floor)
+    assert min(floor, ceiling) <= wait <= ceiling
+
+
+def test_full_jitter_spreads_retries_over_the_whole_window() -> None:
+    """Clients that failed together do not retry together: the waits cover the window."""
+    random.seed(10)
+    waits = [backoff(4, base=1.0, cap=300.0) for _ in range(2000)]
+    assert min(waits) < 0.5
+    assert max(waits) > 7.5
+    assert 3.5 < sum(waits) / len(waits) < 4.5  # uniform over [0, 8]
+
+
+def test_an_outbox_retry_never_comes_sooner_than_half_the_base() -> None:
+    random.seed(11)
+    waits = [retry_delay(1, base=2.0) for _ in range(500)]
+    assert min(waits) >= 1.0
+    assert max(waits) <= 2.0
+    assert retry_delay(30, base=2.0) <= 600.0
+
+
+# -- load_named ------------------------------------------------------------------------------
+
+
+def test_named_queries_are_read_from_every_sql_file_in_name_order(tmp_path: Path) -> None:
+    (tmp_path / "b.sql").write_text(
+        "-- a file comment, not part of any query\n"
+        "-- name: second_one\n-- What it does.\nSELECT 2;\n\n"
+        "-- name: third\nSELECT 3\nFROM t;\n"
+    )
+    (tmp_path / "a.sql").write_text("-- name: first\nSELECT 1;\n")
+    (tmp_path / "notes.txt").write_text("-- name: ignored\nSELECT 0;\n")
+    assert load_named(tmp_path) == {
+        "first": "SELECT 1;",
+        "second_one": "-- What it does.\nSELECT 2;",
+        "third": "SELECT 3\nFROM t;",
+    }
+
+
+def test_a_query_name_defined_twice_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "a.sql").write_text("-- name: same\nSELECT 1;\n")
+    (tmp_path / "b.sql").write_text("-- name: same\nSELECT 2;\n")
+    with pytest.raises(ValueError, match=r"duplicate query name same in b\.sql"):
+        load_named(tmp_path)
+
+
+def test_the_engine_queries_load_and_none_is_empty() -> None:
+    loaded = queries()
+    assert {"job_transition", "step_start", "metrics_outbox"} <= set(loaded)
+    assert [name for name, text in loaded.items() if not text.strip()] == []
