@@ -7,26 +7,20 @@ hash kept in the database), to ``ERRAND_DEV_GUILD`` when set (instant), else glo
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import hashlib
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import asyncpg
 import discord
 from discord import app_commands
 
 from bot.cancel import CancelButton
-from bot.commands import JobCommands, install
+from bot.commands import Host, install
 from bot.delivery import Delivery
 from bot.queries import sql
 from bot.settings import BotSettings
-from jobs.engine.outbox import Outbox
-from jobs.engine.store import JobStore
-from jobs.logs import get_logger
-from jobs.ops.app import Engine
-from jobs.runtime.registry import Registry
+from jobs import JobStore, Outbox, Registry, get_logger
 
 log = get_logger("bot")
 
@@ -65,9 +59,15 @@ class ErrandBot(discord.Client):
         )
         self.tree: app_commands.CommandTree[ErrandBot] = app_commands.CommandTree(self)
         self.tree.on_error = self._on_command_error  # type: ignore[method-assign]
-        self.jobs = JobCommands(self)
-        install(self.tree, self.jobs)
-        self.delivery = Delivery(self)
+        install(self.tree)
+        self.delivery = Delivery(
+            self,
+            store=store,
+            outbox=self.outbox,
+            registry=self.registry,
+            settings=settings,
+            dsn=dsn,
+        )
         self.synced: bool | None = None
         """Whether the last start synced commands (False: the payload was unchanged)."""
 
@@ -98,6 +98,11 @@ class ErrandBot(discord.Client):
             pass
 
 
+if TYPE_CHECKING:
+    # The commands reach the bot through interaction.client as a Host: mypy checks it is one.
+    _host: type[Host] = ErrandBot
+
+
 def command_payload(tree: app_commands.CommandTree[Any], guild: discord.Object | None) -> str:
     """The JSON Discord would receive for this scope, canonical (sorted) for hashing."""
     payload = [c.to_dict(tree) for c in tree.get_commands(guild=guild)]
@@ -118,28 +123,3 @@ async def sync_commands(bot: ErrandBot) -> bool:
     await bot.pool.execute(sql("command_sync_set"), scope, digest)
     log.info("commands.synced", scope=scope)
     return True
-
-
-async def run(bot_settings: BotSettings, stop: asyncio.Event, *, engine: Engine) -> None:
-    """Run the bot on ``engine`` until ``stop`` is set.
-
-    For embedding (the sandbox): the API base and gateway settings are applied first.
-    """
-    from bot.run import point_discord_at, token_of
-
-    token = token_of(bot_settings)
-    point_discord_at(bot_settings.api_base, bot_settings.gateway_url)
-    bot = ErrandBot(
-        store=engine.store, dsn=engine.dsn, settings=bot_settings, registry=engine.registry
-    )
-    task = asyncio.create_task(bot.start(token), name="errand-bot")
-    stopper = asyncio.create_task(stop.wait())
-    try:
-        done, _ = await asyncio.wait([task, stopper], return_when=asyncio.FIRST_COMPLETED)
-        if task in done:
-            task.result()
-    finally:
-        stopper.cancel()
-        await bot.close()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await asyncio.wait_for(task, 5.0)

@@ -121,14 +121,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     "package",
     [
         "jobs",
-        pytest.param(
-            "bot",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="layout-bot: bot.client <-> commands/delivery/cancel/run, held by "
-                "TYPE_CHECKING and function-local imports",
-            ),
-        ),
+        "bot",
         pytest.param(
             "discord_emulator",
             marks=pytest.mark.xfail(
@@ -201,7 +194,6 @@ def test_jobs_never_imports_bot_discord_or_the_emulator() -> None:
     assert offenders == []
 
 
-@pytest.mark.xfail(strict=True, reason="layout-bot: bot/ still imports jobs internals")
 def test_bot_imports_only_the_public_api_of_jobs() -> None:
     """bot/ uses ``from jobs import X`` and nothing deeper (no jobs.engine..., jobs.ops...)."""
     offenders = [
