@@ -1,4 +1,10 @@
-"""The ``errand`` console script: the engine's CLI, plus the transport's processes as they land."""
+"""The ``errand`` console script: the engine's commands and the bot's, composed in one root app.
+
+The engine's typer app (``jobs.cli_app``) is added to the root as it is, never changed; the
+bot's own commands (``bot``, ``run``, ``sandbox``) live in :data:`bot_app`. Both are added
+without a name, so their commands sit side by side at the top level: ``errand worker``,
+``errand bot``.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +13,13 @@ from typing import Annotated
 
 import typer
 
-from jobs.ops.cli import app, run
+from jobs import cli_app, cli_fail, load_settings, run_cli
+
+bot_app = typer.Typer(add_completion=False)
+"""The Discord transport's commands."""
 
 
-@app.command()
+@bot_app.command()
 def sandbox(
     data_dir: Annotated[
         Path | None, typer.Option(help="Where jobs and the local Discord live.")
@@ -19,6 +28,7 @@ def sandbox(
     port: Annotated[int, typer.Option(help="Port of the page.")] = 8765,
 ) -> None:
     """Try Errand in a browser: the bot, a worker and a local Discord, no setup needed."""
+    # Imported on use: `errand --help` and the engine's commands need no Discord code.
     from bot.sandbox import main as run_sandbox
 
     run_sandbox(data_dir, host, port)
@@ -29,29 +39,39 @@ def _serve(with_worker: bool) -> None:
 
     from bot.run import BadToken, serve
     from bot.settings import BotSettings
-    from jobs.ops.cli import fail, load_settings
 
     settings = load_settings()
     try:
         asyncio.run(serve(settings, BotSettings(), with_worker=with_worker))
     except BadToken as exc:
-        fail(str(exc))
+        cli_fail(str(exc))
     except OSError as exc:  # PostgreSQL or Discord unreachable: one line, not a traceback
-        fail(f"cannot connect: {exc}")
+        cli_fail(f"cannot connect: {exc}")
 
 
-@app.command("bot")
+@bot_app.command("bot")
 def bot_command() -> None:
     """Run the Discord bot: commands, threads, progress messages and notices."""
     _serve(with_worker=False)
 
 
-@app.command("run")
+@bot_app.command("run")
 def run_command() -> None:
     """Run the Discord bot and a worker in one process (small installs)."""
     _serve(with_worker=True)
 
 
+def build_app() -> typer.Typer:
+    """The root app of ``errand``: the engine's commands, then the bot's."""
+    root = typer.Typer(no_args_is_help=True, add_completion=False, help="Errand: durable jobs.")
+    root.add_typer(cli_app)
+    root.add_typer(bot_app)
+    return root
+
+
+app = build_app()
+
+
 def main() -> None:
     """Run the ``errand`` CLI."""
-    run(app)
+    run_cli(app)

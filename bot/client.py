@@ -22,11 +22,7 @@ from bot.commands import JobCommands, install
 from bot.delivery import Delivery
 from bot.queries import sql
 from bot.settings import BotSettings
-from jobs.engine.outbox import Outbox
-from jobs.engine.store import JobStore
-from jobs.logs import get_logger
-from jobs.ops.app import Engine
-from jobs.runtime.registry import Registry
+from jobs import Engine, JobStore, Outbox, Registry, get_logger
 
 log = get_logger("bot")
 

@@ -20,11 +20,18 @@ from discord import app_commands
 
 from bot import render
 from bot.queries import sql
-from jobs.engine.ids import PATTERN, normalize
-from jobs.engine.model import JobView
-from jobs.engine.state import Actor
-from jobs.errors import ErrandError, InvalidParams, NotAllowed, QuotaExceeded, UnknownJob
-from jobs.logs import get_logger
+from jobs import (
+    ID_PATTERN,
+    Actor,
+    ErrandError,
+    InvalidParams,
+    JobView,
+    NotAllowed,
+    QuotaExceeded,
+    UnknownJob,
+    get_logger,
+    normalize_id,
+)
 
 if TYPE_CHECKING:
     from bot.client import ErrandBot
@@ -116,8 +123,8 @@ class JobCommands:
             )
             if raw is None:
                 return None
-        public_id = normalize(raw)
-        if not PATTERN.match(public_id):
+        public_id = normalize_id(raw)
+        if not ID_PATTERN.match(public_id):
             return None
         try:
             job = await self.bot.store.get(public_id)

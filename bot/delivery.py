@@ -35,12 +35,16 @@ import discord
 from bot import render
 from bot.cancel import cancel_view
 from bot.queries import sql
-from jobs.engine.db import connect
-from jobs.engine.model import JobStatus
-from jobs.engine.outbox import OUTBOX_CHANNEL, PROGRESS_CHANNEL, OutboxRow
-from jobs.engine.state import TERMINAL, State
-from jobs.errors import UnknownJob
-from jobs.logs import get_logger
+from jobs import (
+    OUTBOX_CHANNEL,
+    PROGRESS_CHANNEL,
+    TERMINAL,
+    JobStatus,
+    OutboxRow,
+    State,
+    UnknownJob,
+    get_logger,
+)
 
 if TYPE_CHECKING:
     from bot.client import ErrandBot
@@ -176,7 +180,8 @@ class Delivery:
 
     async def _listen(self) -> None:
         try:
-            listener = self._listener = await connect(self.bot.dsn)
+            # A plain connection: LISTEN payloads are text, no codecs needed.
+            listener = self._listener = await asyncpg.connect(self.bot.dsn)
             await listener.add_listener(OUTBOX_CHANNEL, self._on_outbox)
             await listener.add_listener(PROGRESS_CHANNEL, self._on_progress)
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
-from jobs.engine.queries import load_named
+from jobs import load_named
 
 
 @cache

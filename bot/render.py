@@ -14,9 +14,7 @@ from typing import Any
 
 import discord
 
-from jobs.engine.model import JobStatus, JobView
-from jobs.engine.outbox import OutboxRow
-from jobs.engine.state import TERMINAL, State
+from jobs import TERMINAL, JobStatus, JobView, OutboxRow, State
 
 MAX_CONTENT = 2000
 BAR_WIDTH = 12

@@ -13,10 +13,7 @@ import contextlib
 import yarl
 
 from bot.settings import BotSettings
-from jobs.logs import get_logger
-from jobs.ops.app import open_engine, stop_on_signals
-from jobs.runtime.worker import Worker
-from jobs.settings import Settings
+from jobs import Settings, Worker, get_logger, open_engine, stop_on_signals
 
 log = get_logger("bot.run")
 

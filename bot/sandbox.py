@@ -35,11 +35,16 @@ from pydantic import SecretStr
 from discord_emulator import Emulator, EmulatorConfig, User
 from discord_emulator.persist import WorldFile
 from discord_emulator.web import PageConfig, serve_page
-from jobs.logs import get_logger
-from jobs.ops.app import Engine, open_engine, stop_on_signals
-from jobs.ops.cli import load_settings
-from jobs.runtime.worker import Worker
-from jobs.settings import Settings
+from jobs import (
+    Engine,
+    Settings,
+    Worker,
+    default_catalog_path,
+    get_logger,
+    load_settings,
+    open_engine,
+    stop_on_signals,
+)
 
 log = get_logger("sandbox")
 
@@ -91,8 +96,6 @@ def find_world(emu: Emulator) -> SandboxWorld:
 
 def example_catalog() -> Path | None:
     """The example command catalog: the checkout's, else the copy shipped in the wheel."""
-    from jobs.kinds.command import default_catalog_path
-
     checkout = default_catalog_path()
     if checkout.exists():
         return checkout

@@ -57,7 +57,6 @@ _EXPORTS: dict[str, str] = {
     # running it
     "Settings": "jobs.settings",
     "get_logger": "jobs.logs",
-    "connect": "jobs.engine.db",
     "load_named": "jobs.engine.queries",
     "Engine": "jobs.ops.app",
     "open_engine": "jobs.ops.app",
@@ -65,10 +64,20 @@ _EXPORTS: dict[str, str] = {
     "Worker": "jobs.runtime.worker",
     "backoff": "jobs.backoff",
     "supervise": "jobs.supervise",
-    "cli": "jobs.ops.cli",
+    "load_settings": "jobs.ops.cli",
+    # the engine's CLI, for an entry point that composes it with its own commands
+    "cli_app": "jobs.ops.cli",
+    "cli_fail": "jobs.ops.cli",
+    "run_cli": "jobs.ops.cli",
 }
 # where the public name differs from the defining module's
-_RENAMED = {"ID_PATTERN": "PATTERN", "normalize_id": "normalize"}
+_RENAMED = {
+    "ID_PATTERN": "PATTERN",
+    "normalize_id": "normalize",
+    "cli_app": "app",
+    "cli_fail": "fail",
+    "run_cli": "run",
+}
 
 __all__ = [
     "ID_PATTERN",
@@ -108,16 +117,18 @@ __all__ = [
     "Usage",
     "Worker",
     "backoff",
-    "cli",
-    "connect",
+    "cli_app",
+    "cli_fail",
     "default_catalog_path",
     "default_registry",
     "get_logger",
     "incarnation",
     "kind",
     "load_named",
+    "load_settings",
     "normalize_id",
     "open_engine",
+    "run_cli",
     "stop_on_signals",
     "supervise",
 ]
@@ -127,10 +138,7 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'jobs' has no attribute {name!r}")
-    if name == "cli":
-        value: Any = importlib.import_module(module)
-    else:
-        value = getattr(importlib.import_module(module), _RENAMED.get(name, name))
+    value = getattr(importlib.import_module(module), _RENAMED.get(name, name))
     globals()[name] = value
     return value
 
@@ -141,7 +149,6 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from jobs.backoff import backoff
-    from jobs.engine.db import connect
     from jobs.engine.ids import PATTERN as ID_PATTERN
     from jobs.engine.ids import incarnation
     from jobs.engine.ids import normalize as normalize_id
@@ -168,8 +175,11 @@ if TYPE_CHECKING:
     from jobs.kinds import default_registry
     from jobs.kinds.command import default_catalog_path
     from jobs.logs import get_logger
-    from jobs.ops import cli
     from jobs.ops.app import Engine, open_engine, stop_on_signals
+    from jobs.ops.cli import app as cli_app
+    from jobs.ops.cli import fail as cli_fail
+    from jobs.ops.cli import load_settings
+    from jobs.ops.cli import run as run_cli
     from jobs.runtime.budget import Budget, Meter, Usage
     from jobs.runtime.context import Context
     from jobs.runtime.registry import Kind, Registry, kind

@@ -53,3 +53,47 @@ def test_every_bot_query_used_exists_and_none_is_unused() -> None:
     defined = set(bot_queries())
     assert used - defined == set()
     assert defined - mentioned == set()
+
+
+def inner_jobs_imports(folder: Path) -> list[str]:
+    """Imports in ``folder`` of a ``jobs`` module other than ``jobs`` itself, or of a name
+    outside ``jobs.__all__`` (function-local and TYPE_CHECKING imports included)."""
+    import jobs
+
+    found: list[str] = []
+    for path in sorted(folder.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                where = f"{path.relative_to(folder)}:{node.lineno}"
+                inner = [a.name for a in node.names if a.name.startswith("jobs.")]
+                found += [f"{where} import {name}" for name in inner]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                where = f"{path.relative_to(folder)}:{node.lineno}"
+                if node.module.startswith("jobs."):
+                    found.append(f"{where} from {node.module}")
+                elif node.module == "jobs":
+                    hidden = [a.name for a in node.names if a.name not in jobs.__all__]
+                    found += [f"{where} from jobs import {name}" for name in hidden]
+    return found
+
+
+def test_bot_imports_only_the_public_api_of_jobs() -> None:
+    """bot/ imports ``jobs`` itself and only names in ``jobs.__all__``, never ``jobs.engine...``
+    or another inner module."""
+    assert inner_jobs_imports(Path("bot")) == []
+
+
+def test_the_boundary_check_sees_every_inner_jobs_import(tmp_path: Path) -> None:
+    """The check above can fail: inner imports at module level, under TYPE_CHECKING and inside
+    a function are all reported, and a public one is not."""
+    (tmp_path / "x.py").write_text(
+        "from typing import TYPE_CHECKING\n"
+        "from jobs import JobStore\n"
+        "if TYPE_CHECKING:\n    from jobs.engine.db import connect\n"
+        "def f() -> None:\n    import jobs.ops.cli\n    from jobs import not_public\n"
+    )
+    assert inner_jobs_imports(tmp_path) == [
+        "x.py:4 from jobs.engine.db",
+        "x.py:6 import jobs.ops.cli",
+        "x.py:7 from jobs import not_public",
+    ]
