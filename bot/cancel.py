@@ -8,12 +8,11 @@ Who may cancel is checked on each click (the same rule as ``/job cancel``).
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import discord
 
-if TYPE_CHECKING:
-    from bot.client import ErrandBot
+from bot.commands import cancel_job
 
 
 class CancelButton(
@@ -43,8 +42,7 @@ class CancelButton(
         return cls(match["job_id"])
 
     async def callback(self, interaction: discord.Interaction[Any]) -> None:
-        bot: ErrandBot = interaction.client
-        await bot.jobs.cancel(interaction, self.job_id, reason="Cancel button")
+        await cancel_job(interaction, self.job_id, reason="Cancel button")
 
 
 def cancel_view(job_id: str) -> discord.ui.View:

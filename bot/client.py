@@ -11,14 +11,14 @@ import asyncio
 import contextlib
 import hashlib
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import asyncpg
 import discord
 from discord import app_commands
 
 from bot.cancel import CancelButton
-from bot.commands import JobCommands, install
+from bot.commands import Host, install
 from bot.delivery import Delivery
 from bot.queries import sql
 from bot.settings import BotSettings
@@ -61,8 +61,7 @@ class ErrandBot(discord.Client):
         )
         self.tree: app_commands.CommandTree[ErrandBot] = app_commands.CommandTree(self)
         self.tree.on_error = self._on_command_error  # type: ignore[method-assign]
-        self.jobs = JobCommands(self)
-        install(self.tree, self.jobs)
+        install(self.tree)
         self.delivery = Delivery(self)
         self.synced: bool | None = None
         """Whether the last start synced commands (False: the payload was unchanged)."""
@@ -92,6 +91,11 @@ class ErrandBot(discord.Client):
                 await interaction.response.send_message(text, ephemeral=True)
         except discord.HTTPException:
             pass
+
+
+if TYPE_CHECKING:
+    # The commands reach the bot through interaction.client as a Host: mypy checks it is one.
+    _host: type[Host] = ErrandBot
 
 
 def command_payload(tree: app_commands.CommandTree[Any], guild: discord.Object | None) -> str:
