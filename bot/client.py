@@ -62,7 +62,14 @@ class ErrandBot(discord.Client):
         self.tree: app_commands.CommandTree[ErrandBot] = app_commands.CommandTree(self)
         self.tree.on_error = self._on_command_error  # type: ignore[method-assign]
         install(self.tree)
-        self.delivery = Delivery(self)
+        self.delivery = Delivery(
+            self,
+            store=store,
+            outbox=self.outbox,
+            registry=self.registry,
+            settings=settings,
+            dsn=dsn,
+        )
         self.synced: bool | None = None
         """Whether the last start synced commands (False: the payload was unchanged)."""
 

@@ -13,6 +13,10 @@ nonce derived from the row (``enforce_nonce``), so a resend after a crash betwee
 answer and our write returns the message already made instead of a second one. Failures (thread
 deleted, permission removed) retry with backoff and are then dead-lettered; actors are
 independent, so one bad destination never holds up another job.
+
+This module is the loop: the actors, their rounds and the ``discord_binding`` rows. The
+requests themselves are in ``bot.discord_io``, and the order and pace of requests and edits in
+``bot.pacer``.
 """
 
 from __future__ import annotations
@@ -20,103 +24,40 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import heapq
-import itertools
 import os
 import secrets
 import socket
 import time
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import asyncpg
 import discord
 
 from bot import render
-from bot.cancel import cancel_view
+from bot.discord_io import FORUMS, THREADABLE, DiscordIO, describe
+from bot.pacer import EDIT, SETUP, TERMINAL_EDIT, edit_interval, edit_wait
 from bot.queries import sql
+from bot.settings import BotSettings
 from jobs import (
     OUTBOX_CHANNEL,
     PROGRESS_CHANNEL,
     TERMINAL,
     JobStatus,
+    JobStore,
+    Outbox,
     OutboxRow,
+    Registry,
     State,
     UnknownJob,
     get_logger,
 )
 
-if TYPE_CHECKING:
-    from bot.client import ErrandBot
-
 log = get_logger("bot.delivery")
-
-# Discord error codes handled on purpose.
-UNKNOWN_MESSAGE = 10008
-THREAD_ARCHIVED = 50083
-THREAD_ALREADY_CREATED = 160004
-
-THREADS = {
-    discord.ChannelType.public_thread.value,
-    discord.ChannelType.private_thread.value,
-    discord.ChannelType.news_thread.value,
-}
-THREADABLE = {discord.ChannelType.text.value, discord.ChannelType.news.value}
-FORUMS = {discord.ChannelType.forum.value, discord.ChannelType.media.value}
-OLD_MESSAGE_SECONDS = 3600.0
 
 
 def _hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
-
-
-def _describe(exc: discord.HTTPException) -> str:
-    return f"{exc.status} {exc.code}: {exc.text}"[:300]
-
-
-# Who goes first when delivery requests queue for the bot's share of the global limit: the end
-# of a job (terminal edit, then its notice) before new threads, and those before progress edits.
-TERMINAL_EDIT, NOTICE, SETUP, EDIT = 0, 1, 2, 3
-
-
-class Pacer:
-    """At most ``rate`` requests per second, granted in priority order.
-
-    The bot's own share of Discord's global limit (50 requests per second per bot): a burst of
-    jobs queues here instead of provoking 429s, and the queue serves terminal states and
-    notices before setup and progress edits. Interaction answers are exempt from the global
-    limit and do not pass through here.
-    """
-
-    def __init__(self, rate: float) -> None:
-        self.interval = 1.0 / rate
-        self._next = 0.0
-        self._queue: list[tuple[int, int, asyncio.Future[None]]] = []
-        self._seq = itertools.count()
-        self._drainer: asyncio.Task[None] | None = None
-
-    async def wait(self, priority: int) -> None:
-        """Return when this request may be sent."""
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        heapq.heappush(self._queue, (priority, next(self._seq), future))
-        if self._drainer is None or self._drainer.done():
-            self._drainer = asyncio.create_task(self._drain())
-        await future
-
-    async def _drain(self) -> None:
-        while self._queue:
-            delay = self._next - time.monotonic()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            _, _, future = heapq.heappop(self._queue)
-            if future.done():  # its waiter was cancelled
-                continue
-            self._next = max(self._next, time.monotonic() - self.interval) + self.interval
-            future.set_result(None)
-
-    def close(self) -> None:
-        if self._drainer is not None:
-            self._drainer.cancel()
 
 
 class Retry(Exception):
@@ -126,9 +67,22 @@ class Retry(Exception):
 class Delivery:
     """Delivers every Discord job's outbox rows and keeps its progress message current."""
 
-    def __init__(self, bot: ErrandBot) -> None:
-        self.bot = bot
-        self.settings = bot.settings
+    def __init__(
+        self,
+        client: discord.Client,
+        *,
+        store: JobStore,
+        outbox: Outbox,
+        registry: Registry,
+        settings: BotSettings,
+        dsn: str,
+    ) -> None:
+        self.store = store
+        self.pool: asyncpg.Pool = store.pool
+        self.outbox = outbox
+        self.registry = registry
+        self.settings = settings
+        self.dsn = dsn
         self.actors: dict[int, asyncio.Task[None]] = {}
         self.dirty: dict[int, asyncio.Event] = {}
         self.ids: dict[str, int] = {}  # public id -> job id, for progress NOTIFYs
@@ -138,11 +92,10 @@ class Delivery:
         self._stopping = False
         self._last_edit: dict[int, float] = {}
         self._lookups: set[asyncio.Task[None]] = set()
-        self._channel_locks: dict[int, asyncio.Lock] = {}
-        self.pacer = Pacer(self.settings.requests_per_second)
+        self.discord = DiscordIO(client, settings.requests_per_second)
         # This process, as the owner of render leases.
         self.name = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
-        bot.outbox.owner = self.name
+        outbox.owner = self.name
         self.stats = {"edits": 0, "posts": 0, "notices": 0, "failures": 0}
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -159,9 +112,9 @@ class Delivery:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        self.pacer.close()
+        self.discord.close()
         with contextlib.suppress(OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
-            await self.bot.pool.execute(sql("binding_release_render"), self.name)
+            await self.pool.execute(sql("binding_release_render"), self.name)
         if self._listener is not None:
             with contextlib.suppress(Exception):
                 await self._listener.close()
@@ -171,7 +124,7 @@ class Delivery:
         while not self._stopping:
             self._wake.clear()
             try:
-                for due in await self.bot.outbox.due_jobs(500):
+                for due in await self.outbox.due_jobs(500):
                     self.poke(due.job_id, due.public_id)
             except (OSError, asyncpg.PostgresError) as exc:
                 log.warning("delivery.poll_failed", error=str(exc))
@@ -181,7 +134,7 @@ class Delivery:
     async def _listen(self) -> None:
         try:
             # A plain connection: LISTEN payloads are text, no codecs needed.
-            listener = self._listener = await asyncpg.connect(self.bot.dsn)
+            listener = self._listener = await asyncpg.connect(self.dsn)
             await listener.add_listener(OUTBOX_CHANNEL, self._on_outbox)
             await listener.add_listener(PROGRESS_CHANNEL, self._on_progress)
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
@@ -201,7 +154,7 @@ class Delivery:
             task.add_done_callback(self._lookups.discard)
 
     async def _poke_by_public_id(self, public_id: str) -> None:
-        job_id = await self.bot.pool.fetchval(sql("binding_by_public_id"), public_id)
+        job_id = await self.pool.fetchval(sql("binding_by_public_id"), public_id)
         if job_id is not None:
             self.poke(job_id, public_id)
 
@@ -270,13 +223,13 @@ class Delivery:
         # bot processes never race for them; then read the job after claiming its rows, so
         # the progress message is at least as new as every notice that follows it.
         await self._ensure_binding(job_id, public_id)
-        taken = await self.bot.pool.fetchrow(
+        taken = await self.pool.fetchrow(
             sql("binding_take_render"), job_id, self.name, self.settings.delivery_lease_seconds
         )
         if taken is None:  # another bot process renders this job; its rows wait for it
             return True
-        rows = await self.bot.outbox.claim(job_id)
-        status = await self.bot.store.status(public_id)
+        rows = await self.outbox.claim(job_id)
+        status = await self.store.status(public_id)
         job = status.job
         binding = taken
         pending = list(rows)
@@ -288,7 +241,7 @@ class Delivery:
                 external = binding["progress_message_id"]
                 if row.to_state is not None and State(row.to_state) in render.NOTICE_STATES:
                     external = await self._notice(status, row, binding)
-                if not await self.bot.outbox.done(row, external):
+                if not await self.outbox.done(row, external):
                     # Another process took these rows over (we stalled past the lease); it
                     # delivers them, and the nonce makes our send and its send one message.
                     log.warning("delivery.lease_lost", job_id=public_id, outbox_id=row.id)
@@ -296,11 +249,11 @@ class Delivery:
                 pending.pop(0)
         except (OSError, asyncpg.PostgresError, discord.DiscordServerError):
             # Transient (Discord 5xx, network, database): try again soon, no attempt counted.
-            await self.bot.outbox.release(pending, 1.0)
+            await self.outbox.release(pending, 1.0)
             raise
         except Exception as exc:  # a refusal (403/404/400) or a bug: retry with backoff, then dead
             self.stats["failures"] += 1
-            error = _describe(exc) if isinstance(exc, discord.HTTPException) else repr(exc)
+            error = describe(exc) if isinstance(exc, discord.HTTPException) else repr(exc)
             log.warning(
                 "delivery.failed",
                 job_id=public_id,
@@ -308,7 +261,7 @@ class Delivery:
                 exc_info=not isinstance(exc, discord.HTTPException),
             )
             for row in pending:
-                dead = await self.bot.outbox.failed(row, error)
+                dead = await self.outbox.failed(row, error)
                 if dead:
                     log.warning("delivery.dead_lettered", job_id=public_id, outbox_id=row.id)
             return not pending or job.state in TERMINAL  # the poll loop retries when due
@@ -318,14 +271,14 @@ class Delivery:
 
     async def _write(self, name: str, *args: Any) -> asyncpg.Record:
         """Run a binding write that returns the binding (it exists: made before delivery)."""
-        record = await self.bot.pool.fetchrow(sql(name), *args)
+        record = await self.pool.fetchrow(sql(name), *args)
         if record is None:
             raise LookupError(f"{name}: no binding for job {args[0]}")
         return record
 
     async def _ensure_binding(self, job_id: int, public_id: str) -> None:
         """Make sure the job has a binding; raise Retry while its /summon answer may be pending."""
-        binding = await self.bot.pool.fetchrow(sql("binding_get"), job_id)
+        binding = await self.pool.fetchrow(sql("binding_get"), job_id)
         if binding is not None and (
             binding["anchor_message_id"]
             or binding["thread_id"]
@@ -334,7 +287,7 @@ class Delivery:
             return
         # Only an unfinished binding needs the job (its age and origin); a binding cascades
         # away with its job, so a pruned job still ends here in UnknownJob.
-        job = await self.bot.store.get(public_id)
+        job = await self.store.get(public_id)
         age = (datetime.now(UTC) - job.created_at).total_seconds()
         if age < self.settings.anchor_wait_seconds:
             raise Retry  # the /summon handler records its answer message right after answering
@@ -359,51 +312,26 @@ class Delivery:
         channel_id = int(binding["channel_id"])
         name = f"{job.public_id} · {render.code(str(job.origin.get('task') or job.kind), 80)}"
         if ctype in THREADABLE:
-            parent = self.bot.get_partial_messageable(
+            thread_id = await self.discord.start_thread(
                 channel_id,
-                type=discord.ChannelType(ctype),
-                guild_id=int(binding["guild_id"]) if binding["guild_id"] else None,
+                ctype,
+                int(binding["guild_id"]) if binding["guild_id"] else None,
+                binding["anchor_message_id"],
+                name=name,
+                anchor_text=f"Job `{job.public_id}` ({job.kind})",
+                anchor_nonce=f"a{job.public_id}",
             )
-            anchor = binding["anchor_message_id"]
-            # One request at a time per channel here: discord.py then knows the bucket (10
-            # threads per 10 s per channel) from the previous answer and waits, instead of
-            # sending a burst that Discord answers with 429s.
-            async with self._channel_locks.setdefault(channel_id, asyncio.Lock()):
-                if anchor is None:  # the /summon answer was never recorded: post an anchor
-                    await self.pacer.wait(SETUP)
-                    msg = await parent.send(
-                        f"Job `{job.public_id}` ({job.kind})", nonce=f"a{job.public_id}"
-                    )
-                    anchor = str(msg.id)
-                await self.pacer.wait(SETUP)
-                try:
-                    # Straight through the HTTP layer: it needs no guild cache, so it works
-                    # right after a restart, before the gateway has sent GUILD_CREATE.
-                    made = await self.bot.http.start_thread_with_message(
-                        channel_id, int(anchor), name=name, auto_archive_duration=1440
-                    )
-                    thread_id = str(made["id"])
-                except discord.HTTPException as exc:
-                    if exc.code != THREAD_ALREADY_CREATED:
-                        raise
-                    thread_id = str(anchor)  # a thread started from a message has its id
         elif ctype in FORUMS:
             view = self._progress_view(status)
-            buttons = cancel_view(job.public_id) if view.cancellable else None
-            await self.pacer.wait(SETUP)
-            with discord.http.handle_message_parameters(
-                content=view.content,
-                view=buttons if buttons is not None else discord.utils.MISSING,
-                allowed_mentions=discord.AllowedMentions.none(),
-                channel_payload={"name": name, "auto_archive_duration": 1440, "type": 11},
-            ) as params:
-                post = await self.bot.http.start_thread_in_forum(channel_id, params=params)
-            await self.bot.pool.execute(sql("binding_set_thread"), job.id, str(post["id"]))
+            post_id, message_id = await self.discord.start_forum_post(
+                channel_id, view, name=name, public_id=job.public_id
+            )
+            await self.pool.execute(sql("binding_set_thread"), job.id, post_id)
             self.stats["posts"] += 1
             return await self._write(
                 "binding_set_progress_message",
                 job.id,
-                str(post["message"]["id"]),
+                message_id,
                 view.state.value,
                 _hash(view.key),
             )
@@ -413,7 +341,7 @@ class Delivery:
 
     def _progress_view(self, status: JobStatus) -> render.Progress:
         job = status.job
-        spec = self.bot.registry.get(job.kind) if job.kind in self.bot.registry else None
+        spec = self.registry.get(job.kind) if job.kind in self.registry else None
         return render.progress(
             status,
             task=str(job.origin.get("task") or ""),
@@ -424,19 +352,19 @@ class Delivery:
         self, status: JobStatus, binding: asyncpg.Record, view: render.Progress, *, nonce: str
     ) -> asyncpg.Record:
         job = status.job
-        channel = self.bot.get_partial_messageable(int(binding["thread_id"]))
-        await self.pacer.wait(TERMINAL_EDIT if view.state in TERMINAL else SETUP)
-        message = await channel.send(
-            view.content,
-            view=cancel_view(job.public_id) if view.cancellable else discord.utils.MISSING,
+        message_id = await self.discord.post_progress(
+            binding["thread_id"],
+            view,
+            public_id=job.public_id,
             nonce=nonce,
+            priority=TERMINAL_EDIT if view.state in TERMINAL else SETUP,
         )
         self.stats["posts"] += 1
         self._last_edit[job.id] = time.monotonic()
         return await self._write(
             "binding_set_progress_message",
             job.id,
-            str(message.id),
+            message_id,
             view.state.value,
             _hash(view.key),
         )
@@ -450,30 +378,26 @@ class Delivery:
         if binding["progress_state"] in TERMINAL or binding["progress_hash"] == _hash(view.key):
             return binding  # never a state after the terminal one; never an empty edit
         if view.state in TERMINAL:
-            await self.pacer.wait(TERMINAL_EDIT)
+            await self.discord.turns.wait(TERMINAL_EDIT)
         else:
             # Coalesce: at most one edit per interval per message, and a turn in the bot's
             # queue; the state shown is read after both waits, so a backlog never replays
             # stale states.
             await self._pace(job.id, job.public_id, binding)
-            status = await self.bot.store.status(job.public_id)
+            status = await self.store.status(job.public_id)
             if status.job.state in TERMINAL:
                 # It ended during the pause: its last edit goes first, not behind progress.
-                await self.pacer.wait(TERMINAL_EDIT)
+                await self.discord.turns.wait(TERMINAL_EDIT)
             else:
-                await self.pacer.wait(EDIT)
-                status = await self.bot.store.status(job.public_id)
+                await self.discord.turns.wait(EDIT)
+                status = await self.store.status(job.public_id)
             view = self._progress_view(status)
             if binding["progress_hash"] == _hash(view.key):
                 return binding
-        message = self.bot.get_partial_messageable(int(binding["thread_id"])).get_partial_message(
-            int(binding["progress_message_id"])
+        edited = await self.discord.edit_progress(
+            binding["thread_id"], binding["progress_message_id"], view, public_id=job.public_id
         )
-        try:
-            await self._edit(message, job.public_id, view)
-        except discord.NotFound as exc:
-            if exc.code != UNKNOWN_MESSAGE:
-                raise
+        if not edited:
             # Someone deleted the progress message: post it again (a fresh nonce).
             log.info("delivery.progress_reposted", job_id=job.public_id)
             return await self._post_progress(
@@ -481,7 +405,7 @@ class Delivery:
             )
         self._last_edit[job.id] = time.monotonic()
         self.stats["edits"] += 1
-        updated = await self.bot.pool.fetchrow(
+        updated = await self.pool.fetchrow(
             sql("binding_record_edit"),
             job.id,
             view.state.value,
@@ -490,43 +414,23 @@ class Delivery:
         )
         return updated or binding
 
-    async def _edit(
-        self, message: discord.PartialMessage, public_id: str, view: render.Progress
-    ) -> None:
-        buttons = cancel_view(public_id) if view.cancellable else None
-        try:
-            await message.edit(content=view.content, view=buttons)
-        except discord.HTTPException as exc:
-            if exc.code != THREAD_ARCHIVED:
-                raise
-            # Archived (inactivity or a moderator): unarchive, then edit again.
-            await self.pacer.wait(TERMINAL_EDIT)
-            await self.bot.http.edit_channel(message.channel.id, archived=False)
-            await self.pacer.wait(TERMINAL_EDIT)
-            await message.edit(content=view.content, view=buttons)
-
     async def _pace(self, job_id: int, public_id: str, binding: asyncpg.Record) -> None:
-        posted = binding["progress_posted_at"]
-        old = posted is not None and (
-            (datetime.now(UTC) - posted).total_seconds() > OLD_MESSAGE_SECONDS
-        )
-        interval = (
-            self.settings.old_message_edit_interval_seconds
-            if old
-            else self.settings.edit_interval_seconds
+        interval = edit_interval(
+            binding["progress_posted_at"],
+            datetime.now(UTC),
+            interval=self.settings.edit_interval_seconds,
+            old_interval=self.settings.old_message_edit_interval_seconds,
         )
         last = self._last_edit.get(job_id)
-        if last is None:
-            return
-        wait = last + interval - time.monotonic()
+        wait = edit_wait(last, interval, time.monotonic())
         event = self.dirty.get(job_id)
         if wait > 0 and event is not None and not event.is_set():
             # Sleep, but wake on news: a terminal state is shown at once, not after the pause.
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(event.wait(), wait)
-                if (await self.bot.store.get(public_id)).state in TERMINAL:
+                if (await self.store.get(public_id)).state in TERMINAL:
                     return
-            wait = last + interval - time.monotonic()
+            wait = edit_wait(last, interval, time.monotonic())
         if wait > 0:
             await asyncio.sleep(wait)
 
@@ -535,20 +439,12 @@ class Delivery:
     async def _notice(self, status: JobStatus, row: OutboxRow, binding: asyncpg.Record) -> str:
         job = status.job
         user_id = int(job.origin["user_id"]) if job.origin.get("user_id") else None
-        channel = self.bot.get_partial_messageable(int(binding["thread_id"]))
-        mentions = discord.AllowedMentions(
-            everyone=False,
-            roles=False,
-            users=[discord.Object(user_id)] if user_id else False,
-        )
-        await self.pacer.wait(NOTICE)
-        message = await channel.send(
+        message_id = await self.discord.send_notice(
+            binding["thread_id"],
             render.notice(job, row, user_id),
-            allowed_mentions=mentions,
-            # The same row always sends the same nonce: Discord returns the first message
-            # instead of a duplicate when we resend after a crash.
+            user_id=user_id,
             nonce=f"n{row.id}",
         )
         self.stats["notices"] += 1
-        log.info("delivery.notice", job_id=job.public_id, state=row.to_state, message_id=message.id)
-        return str(message.id)
+        log.info("delivery.notice", job_id=job.public_id, state=row.to_state, message_id=message_id)
+        return message_id
