@@ -7,8 +7,6 @@ hash kept in the database), to ``ERRAND_DEV_GUILD`` when set (instant), else glo
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import hashlib
 import json
 from typing import TYPE_CHECKING, Any
@@ -22,7 +20,7 @@ from bot.commands import Host, install
 from bot.delivery import Delivery
 from bot.queries import sql
 from bot.settings import BotSettings
-from jobs import Engine, JobStore, Outbox, Registry, get_logger
+from jobs import JobStore, Outbox, Registry, get_logger
 
 log = get_logger("bot")
 
@@ -125,28 +123,3 @@ async def sync_commands(bot: ErrandBot) -> bool:
     await bot.pool.execute(sql("command_sync_set"), scope, digest)
     log.info("commands.synced", scope=scope)
     return True
-
-
-async def run(bot_settings: BotSettings, stop: asyncio.Event, *, engine: Engine) -> None:
-    """Run the bot on ``engine`` until ``stop`` is set.
-
-    For embedding (the sandbox): the API base and gateway settings are applied first.
-    """
-    from bot.run import point_discord_at, token_of
-
-    token = token_of(bot_settings)
-    point_discord_at(bot_settings.api_base, bot_settings.gateway_url)
-    bot = ErrandBot(
-        store=engine.store, dsn=engine.dsn, settings=bot_settings, registry=engine.registry
-    )
-    task = asyncio.create_task(bot.start(token), name="errand-bot")
-    stopper = asyncio.create_task(stop.wait())
-    try:
-        done, _ = await asyncio.wait([task, stopper], return_when=asyncio.FIRST_COMPLETED)
-        if task in done:
-            task.result()
-    finally:
-        stopper.cancel()
-        await bot.close()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await asyncio.wait_for(task, 5.0)

@@ -10,10 +10,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
+import discord
+import discord.gateway
+import discord.http
 import yarl
 
+from bot.client import ErrandBot
 from bot.settings import BotSettings
-from jobs import Settings, Worker, get_logger, open_engine, stop_on_signals
+from jobs import Engine, Settings, Worker, get_logger, open_engine, stop_on_signals
 
 log = get_logger("bot.run")
 
@@ -24,9 +28,6 @@ class BadToken(Exception):
 
 def point_discord_at(api_base: str | None, gateway_url: str | None) -> None:
     """Use another Discord (an emulator or sandbox): what ``discord_emulator.patched`` does."""
-    import discord.gateway
-    import discord.http
-
     if api_base:
         discord.http.Route.BASE = api_base.rstrip("/")
     if gateway_url:
@@ -52,10 +53,6 @@ async def serve(settings: Settings, bot_settings: BotSettings, *, with_worker: b
     Raises:
         BadToken: the token is missing or refused.
     """
-    import discord
-
-    from bot.client import ErrandBot
-
     token = token_of(bot_settings)
     point_discord_at(bot_settings.api_base, bot_settings.gateway_url)
     stop, hard = stop_on_signals()
@@ -93,3 +90,26 @@ async def serve(settings: Settings, bot_settings: BotSettings, *, with_worker: b
             for task in tasks.values():
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await asyncio.wait_for(task, settings.worker.shutdown_grace_seconds + 5)
+
+
+async def run_bot(bot_settings: BotSettings, stop: asyncio.Event, *, engine: Engine) -> None:
+    """Run the bot on ``engine`` until ``stop`` is set.
+
+    For embedding (the sandbox): the API base and gateway settings are applied first.
+    """
+    token = token_of(bot_settings)
+    point_discord_at(bot_settings.api_base, bot_settings.gateway_url)
+    bot = ErrandBot(
+        store=engine.store, dsn=engine.dsn, settings=bot_settings, registry=engine.registry
+    )
+    task = asyncio.create_task(bot.start(token), name="errand-bot")
+    stopper = asyncio.create_task(stop.wait())
+    try:
+        done, _ = await asyncio.wait([task, stopper], return_when=asyncio.FIRST_COMPLETED)
+        if task in done:
+            task.result()
+    finally:
+        stopper.cancel()
+        await bot.close()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await asyncio.wait_for(task, 5.0)

@@ -146,7 +146,7 @@ async def running_emulator(data_dir: Path, host: str, port: int) -> AsyncIterato
 
 async def run_bot(emu: Emulator, engine: Engine, stop: asyncio.Event) -> None:
     """Run the Errand bot against ``emu`` until ``stop`` is set."""
-    from bot.client import run
+    from bot.run import run_bot as run
     from bot.settings import BotSettings
 
     assert emu.application is not None

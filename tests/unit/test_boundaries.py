@@ -97,3 +97,66 @@ def test_the_boundary_check_sees_every_inner_jobs_import(tmp_path: Path) -> None
         "x.py:6 import jobs.ops.cli",
         "x.py:7 from jobs import not_public",
     ]
+
+
+def bot_import_graph(folder: Path) -> dict[str, set[str]]:
+    """bot module -> the bot modules it imports, anywhere in the file (function-local and
+    TYPE_CHECKING imports included)."""
+    graph: dict[str, set[str]] = {}
+    for path in sorted(folder.rglob("*.py")):
+        name = "bot." + ".".join(path.relative_to(folder).with_suffix("").parts)
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets |= {a.name for a in node.names if a.name.startswith("bot.")}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                if node.module == "bot":
+                    targets |= {f"bot.{a.name}" for a in node.names}
+                elif node.module.startswith("bot."):
+                    targets.add(node.module)
+        graph[name.removesuffix(".__init__")] = targets
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every module that can reach itself, with one path back to it."""
+    found: list[list[str]] = []
+    for start in sorted(graph):
+        stack: list[tuple[str, list[str]]] = [(start, [start])]
+        seen: set[str] = set()
+        while stack:
+            node, path = stack.pop()
+            for nxt in sorted(graph.get(node, ())):
+                if nxt == start:
+                    found.append([*path, start])
+                    stack.clear()
+                    break
+                if nxt not in seen:
+                    seen.add(nxt)
+                    stack.append((nxt, [*path, nxt]))
+    return found
+
+
+def test_bot_modules_import_each_other_one_way() -> None:
+    """No import cycle among bot modules: commands and delivery reach the bot through what
+    they are given, never by importing bot.client back."""
+    assert cycles(bot_import_graph(Path("bot"))) == []
+
+
+def test_the_cycle_check_sees_a_cycle_through_a_type_checking_import(tmp_path: Path) -> None:
+    """The check above can fail: a TYPE_CHECKING import back to the importer is a cycle."""
+    (tmp_path / "client.py").write_text("from bot.commands import install\n")
+    (tmp_path / "commands.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from bot.client import Bot\n"
+    )
+    (tmp_path / "render.py").write_text("")
+    graph = bot_import_graph(tmp_path)
+    assert graph == {
+        "bot.client": {"bot.commands"},
+        "bot.commands": {"bot.client"},
+        "bot.render": set(),
+    }
+    assert cycles(graph) == [
+        ["bot.client", "bot.commands", "bot.client"],
+        ["bot.commands", "bot.client", "bot.commands"],
+    ]
