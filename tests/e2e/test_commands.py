@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from bot.client import ErrandBot
+from bot.commands import MAX_NOTE, MAX_PARAMS, MAX_TASK
+from discord_emulator import InteractionRefused
 from discord_emulator import permissions as P
-from discord_emulator.interaction_builder import InteractionRefused
 from discord_emulator.testing import running_bot
 from jobs.runtime.worker import Worker
 
@@ -112,14 +113,10 @@ async def test_status_in_a_thread_needs_no_id_and_list_shows_my_jobs(
 async def test_fuzzed_options_are_answered_without_crash_or_state_change(
     errand: Errand, bot: ErrandBot
 ) -> None:
-    """Very long, empty, unicode, mention and markdown inputs: bad ones get a short ephemeral
-    answer and create nothing; odd but valid tasks are shown inert (no pings, no markdown)."""
+    """Long, empty, unicode, mention and markdown inputs: bad ones get a short ephemeral answer
+    and create nothing; odd but valid tasks are shown inert (no pings, no markdown). (Values
+    over an option's declared length never reach the bot: see the next test.)"""
     world = errand.world
-    # Values beyond the limits the bot declares never reach it: Discord's client refuses them.
-    for options in [{"task": "x" * 5000}, {"task": "ok", "params": "s" * 3000}]:
-        with pytest.raises(InteractionRefused):
-            await errand.emu.invoke_slash(world.alice, world.channel, "summon", options)
-    assert errand.emu.state.interactions == {}
     bad = [
         {"task": ""},
         {"task": "   \n  "},
@@ -130,6 +127,7 @@ async def test_fuzzed_options_are_answered_without_crash_or_state_change(
         {"task": "ok", "params": "unknown=1"},
         {"task": "ok", "params": '"unbalanced'},
         {"task": "ok", "params": "=1"},
+        {"task": "ok", "params": "s" * MAX_PARAMS},
         {"task": "ok", "params": "steps=1e999"},
     ]
     for options in bad:
@@ -151,6 +149,41 @@ async def test_fuzzed_options_are_answered_without_crash_or_state_change(
     msg = await errand.wait_progress_state(job_id, "queued")
     assert "@everyone" not in msg.content.replace("@\u200beveryone", "")
     assert "\\*\\*bold\\*\\*" in msg.content
+    assert await _count_jobs(errand) == 1
+
+
+async def test_values_over_the_declared_limits_are_refused_before_the_bot_sees_them(
+    errand: Errand, bot: ErrandBot
+) -> None:
+    """The options declare the limits the bot enforces (task, params, note lengths): Discord
+    refuses a longer value, no interaction reaches the bot and nothing is created; a value at
+    the limit reaches the bot."""
+    emu, world = errand.emu, errand.world
+    seen = len(emu.state.interactions)
+    for command, options, name in [
+        ("summon", {"task": "x" * (MAX_TASK + 1)}, "task"),
+        ("summon", {"task": "ok", "params": "s" * (MAX_PARAMS + 1)}, "params"),
+        ("job resolve", {"id": "abc", "outcome": "failed", "note": "n" * (MAX_NOTE + 1)}, "note"),
+    ]:
+        with pytest.raises(InteractionRefused, match=f"option '{name}' must be at most"):
+            await emu.invoke_slash(world.alice, world.channel, command, options)
+    assert len(emu.state.interactions) == seen
+    assert await _count_jobs(errand) == 0
+
+    _, job_id = await errand.summon("x" * MAX_TASK)
+    assert (await errand.job(job_id)).origin["task"] == "x" * MAX_TASK
+    text, ephemeral = await _ask(
+        errand, world.alice, world.channel, "summon", {"task": "ok", "params": "s" * MAX_PARAMS}
+    )
+    assert (text, ephemeral) == ('params must look like `steps=3 note="two words"`', True)
+    text, ephemeral = await _ask(
+        errand,
+        world.alice,
+        world.channel,
+        "job resolve",
+        {"id": "abc", "outcome": "failed", "note": "n" * MAX_NOTE},
+    )
+    assert (text, ephemeral) == ("No such job.", True)
     assert await _count_jobs(errand) == 1
 
 
