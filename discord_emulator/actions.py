@@ -36,6 +36,9 @@ SETTABLE_FLAGS = (1 << 2) | (1 << 12) | (1 << 15)
 # "within the past few minutes".
 NONCE_WINDOW = 300.0
 AUTO_ARCHIVE_DURATIONS = (60, 1440, 4320, 10080)
+# Message types that are not system messages (DEFAULT, REPLY, CHAT_INPUT_COMMAND,
+# THREAD_STARTER_MESSAGE, CONTEXT_MENU_COMMAND): only these can be replied to.
+REPLYABLE_TYPES = (0, 19, 20, 21, 23)
 
 
 class UploadedFile:
@@ -117,6 +120,17 @@ class Actions:
                     )
                 )
             return None
+        if target.type not in REPLYABLE_TYPES:
+            # "The referenced message must exist and cannot be a system message"
+            # (https://discord.com/developers/docs/resources/message#create-message); the
+            # error code is observed.
+            raise errors.invalid_form_body(
+                errors.field_error(
+                    ["message_reference"],
+                    "REPLIES_CANNOT_REPLY_TO_SYSTEM_MESSAGE",
+                    "Cannot reply to a system message",
+                )
+            )
         ref: dict[str, Any] = {
             "type": 0,
             "message_id": str(target.id),
@@ -255,9 +269,9 @@ class Actions:
                 msg.channel_id, payload, files or [], msg.attachments
             )
         channel = self.state.channels[msg.channel_id]
-        if "content" in payload or "allowed_mentions" in payload:
-            # Discord re-parses mentions on edit; a reply keeps pinging its author only if it
-            # did before.
+        if "content" in payload:
+            # Discord re-parses mentions when the content is edited (Edit Message docs); a
+            # reply keeps pinging its author only if it did before.
             ref = msg.message_reference
             replied = self.state.messages.get(int(ref["message_id"])) if ref else None
             keep_reply = replied is not None and replied.author_id in msg.mention_ids

@@ -16,6 +16,7 @@ import contextlib
 import json
 import logging
 import secrets
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -43,6 +44,7 @@ UNKNOWN_OPCODE, DECODE_ERROR, NOT_AUTHENTICATED, AUTH_FAILED, ALREADY_AUTHENTICA
     4004,
     4005,
 )
+RATE_LIMITED = 4008
 SESSION_TIMED_OUT, INVALID_SHARD, SHARDING_REQUIRED, DISALLOWED_INTENTS = 4009, 4010, 4011, 4014
 
 # Intents (https://discord.com/developers/docs/events/gateway#list-of-intents).
@@ -86,6 +88,8 @@ class Connection:
     request: web.Request
     outbox: asyncio.Queue[str | None] = field(default_factory=asyncio.Queue)
     session: GatewaySession | None = None
+    # Monotonic times of the frames received in the current rate-limit window.
+    received: deque[float] = field(default_factory=deque)
 
 
 @dataclass(eq=False)
@@ -276,6 +280,9 @@ class Gateway:
                     break
                 if msg.type != WSMsgType.TEXT:
                     break
+                if self._over_send_limit(conn):
+                    close_code = RATE_LIMITED
+                    break
                 try:
                     payload = json.loads(msg.data)
                     op = payload["op"]
@@ -299,6 +306,15 @@ class Gateway:
                 EmulatorEvent("gateway_disconnect", {"code": close_code}, self.emu.clock.time())
             )
         return ws
+
+    def _over_send_limit(self, conn: Connection) -> bool:
+        """120 frames per connection per 60 s, heartbeats included (Gateway: Rate Limiting)."""
+        now = time.monotonic()
+        window = self.emu.config.gateway_send_window
+        while conn.received and conn.received[0] <= now - window:
+            conn.received.popleft()
+        conn.received.append(now)
+        return len(conn.received) > self.emu.config.gateway_send_limit
 
     def _forget(self, session: GatewaySession) -> None:
         session.resumable = False
@@ -434,20 +450,50 @@ class Gateway:
         return None
 
     def _members_chunk(self, session: GatewaySession, data: dict[str, Any]) -> None:
+        """GUILD_MEMBERS_CHUNK for op 8
+        (https://discord.com/developers/docs/events/gateway-events#request-guild-members):
+        ``user_ids`` (at most 100, the rest in ``not_found``), or ``query`` (a username or
+        nickname prefix, at most 100 members; ``""`` with ``limit`` 0 means everyone), in
+        chunks of up to 1000 members; ``presences`` only with GUILD_PRESENCES; a nonce of
+        more than 32 bytes is dropped."""
         guild = self.emu.state.guilds.get(int(data.get("guild_id", 0)))
         if guild is None:
             return
-        members = [self.emu.state.member_payload(m) for m in guild.members.values()]
-        chunk: dict[str, Any] = {
-            "guild_id": str(guild.id),
-            "members": members,
-            "chunk_index": 0,
-            "chunk_count": 1,
-            "not_found": [],
-        }
-        if data.get("nonce") is not None:
-            chunk["nonce"] = data["nonce"]
-        self._dispatch_to(session, "GUILD_MEMBERS_CHUNK", chunk)
+        state = self.emu.state
+        not_found: list[str] = []
+        if data.get("user_ids") is not None:
+            raw = data["user_ids"]
+            wanted = [int(u) for u in (raw if isinstance(raw, list) else [raw])][:100]
+            found = [guild.members[u] for u in wanted if u in guild.members]
+            not_found = [str(u) for u in wanted if u not in guild.members]
+        else:
+            query = str(data.get("query") or "").lower()
+            limit = int(data.get("limit") or 0)
+            found = [
+                m
+                for m in guild.members.values()
+                if state.users[m.user_id].username.lower().startswith(query)
+                or (query and (m.nick or "").lower().startswith(query))
+            ]
+            if query or limit:
+                found = found[: min(limit or 100, 100) if query else limit]
+        members = [state.member_payload(m) for m in found]
+        chunks = [members[i : i + 1000] for i in range(0, len(members), 1000)] or [[]]
+        nonce = data.get("nonce")
+        for index, part in enumerate(chunks):
+            chunk: dict[str, Any] = {
+                "guild_id": str(guild.id),
+                "members": part,
+                "chunk_index": index,
+                "chunk_count": len(chunks),
+            }
+            if index == 0 and not_found:
+                chunk["not_found"] = not_found
+            if data.get("presences") and session.intents & GUILD_PRESENCES:
+                chunk["presences"] = []
+            if isinstance(nonce, str) and len(nonce.encode()) <= 32:
+                chunk["nonce"] = nonce
+            self._dispatch_to(session, "GUILD_MEMBERS_CHUNK", chunk)
 
     async def close_all(self) -> None:
         for conn in list(self.connections):

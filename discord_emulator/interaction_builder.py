@@ -160,6 +160,7 @@ class InteractionBuilder:
         """``data`` of a chat-input command (or autocomplete) interaction."""
         parts = command.strip().lstrip("/").split()
         cmd = self.find_command(channel.guild_id, parts[0], 1)
+        check_context(cmd, channel)
         built, resolved = self.build_options(
             cmd, parts[1:], options or {}, channel.guild_id, focused
         )
@@ -236,6 +237,22 @@ class InteractionBuilder:
         if message is not None:
             payload["message"] = self.state.message_payload(message)
         return payload
+
+
+# https://discord.com/developers/docs/interactions/receiving-and-responding#interaction-object-interaction-context-types
+GUILD_CONTEXT, BOT_DM_CONTEXT = 0, 1
+
+
+def check_context(cmd: dict[str, Any], channel: Channel) -> None:
+    """Refuse a global command where its ``contexts`` (or the deprecated ``dm_permission``)
+    do not offer it: Discord's client does not show it there
+    (https://discord.com/developers/docs/interactions/application-commands#interaction-contexts)."""
+    context = BOT_DM_CONTEXT if channel.guild_id is None else GUILD_CONTEXT
+    contexts = cmd.get("contexts")
+    if contexts is not None and context not in contexts:
+        raise InteractionRefused(f"/{cmd['name']} is not available in this context ({context})")
+    if context == BOT_DM_CONTEXT and cmd.get("dm_permission") is False:
+        raise InteractionRefused(f"/{cmd['name']} is not available in DMs (dm_permission)")
 
 
 def check_option_value(opt: dict[str, Any], value: Any) -> None:

@@ -54,6 +54,10 @@ class EmulatorConfig:
     max_concurrency: int = 1
     identify_interval: float = 5.0
     session_start_total: int = 1000
+    # "Apps can send 120 gateway events per connection every 60 seconds"; past it the
+    # connection is closed with 4008 (https://discord.com/developers/docs/events/gateway#rate-limiting).
+    gateway_send_limit: int = 120
+    gateway_send_window: float = 60.0
     ratelimits: RateLimitConfig = field(default_factory=RateLimitConfig)
 
 

@@ -25,6 +25,7 @@ from .mentions import validate_allowed_mentions
 MAX_CONTENT = 2000
 MAX_EMBEDS = 10
 MAX_EMBED_TOTAL = 6000
+MAX_NONCE = 25
 
 
 def _max_len(path: list[str | int], value: Any, limit: int) -> dict[str, Any] | None:
@@ -106,12 +107,71 @@ def _embed_errors(embeds: list[Any], prefix: list[str | int]) -> dict[str, Any]:
     return errors
 
 
+# https://discord.com/developers/docs/components/reference#button: type 2; styles 5 (link) and 6
+# (premium) carry a url / sku_id instead of a custom_id.
+BUTTON, LINK_STYLE, PREMIUM_STYLE = 2, 5, 6
+
+
+def _walk_components(
+    components: list[Any], path: list[str | int]
+) -> list[tuple[list[str | int], dict[str, Any]]]:
+    """Every component of a message with its path, in order (rows, v2 containers, sections'
+    accessories and labels' inner component)."""
+    found: list[tuple[list[str | int], dict[str, Any]]] = []
+    for i, comp in enumerate(components):
+        if not isinstance(comp, dict):
+            continue
+        here: list[str | int] = [*path, i]
+        found.append((here, comp))
+        children = comp.get("components")
+        if isinstance(children, list):
+            found += _walk_components(children, [*here, "components"])
+        for key in ("accessory", "component"):
+            inner = comp.get(key)
+            if isinstance(inner, dict):
+                found.append(([*here, key], inner))
+    return found
+
+
+def _custom_id_errors(components: list[Any], prefix: list[str | int]) -> dict[str, Any]:
+    """Interactive components need a custom_id (link and premium buttons must not have one),
+    and "multiple components on the same message must not share the same custom_id"
+    (https://discord.com/developers/docs/components/reference#anatomy-of-a-component-custom-id;
+    Button: "Non-link and non-premium buttons must have a custom_id"). Discord reports a
+    duplicate at its second use with COMPONENT_CUSTOM_ID_DUPLICATED (observed)."""
+    errors: dict[str, Any] = {}
+    seen: set[str] = set()
+    for path, comp in _walk_components(components, [*prefix, "components"]):
+        ctype = comp.get("type")
+        custom_id = comp.get("custom_id")
+        if ctype == BUTTON and comp.get("style") in (LINK_STYLE, PREMIUM_STYLE):
+            continue
+        interactive = ctype == BUTTON or ctype in SELECT_TYPES
+        if interactive and (not isinstance(custom_id, str) or not custom_id):
+            merge_errors(errors, _required([*path, "custom_id"]))
+            continue
+        if not isinstance(custom_id, str):
+            continue
+        if custom_id in seen:
+            merge_errors(
+                errors,
+                field_error(
+                    [*path, "custom_id"],
+                    "COMPONENT_CUSTOM_ID_DUPLICATED",
+                    "Component custom id cannot be duplicated",
+                ),
+            )
+        seen.add(custom_id)
+    return errors
+
+
 def _component_errors(components: list[Any], prefix: list[str | int]) -> dict[str, Any]:
     errors: dict[str, Any] = {}
     if len(components) > 5:
         return field_error(
             [*prefix, "components"], "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 5 in length."
         )
+    merge_errors(errors, _custom_id_errors(components, prefix))
     for i, row in enumerate(components):
         if not isinstance(row, dict) or row.get("type") != 1:
             continue  # components v2 layouts are accepted unchecked
@@ -225,10 +285,13 @@ def validate_modal(data: dict[str, Any]) -> None:
 # Uploads: 10 MiB per file without boosts (https://discord.com/developers/docs/reference#uploading-files;
 # the interaction payload's attachment_size_limit says the same). Larger: 413 / 40005.
 MAX_UPLOAD_BYTES = 10 * 1024 * 1024
+# "The maximum request size when sending a message is 25 MiB"
+# (https://discord.com/developers/docs/resources/message#create-message, Limitations).
+MAX_REQUEST_BYTES = 25 * 1024 * 1024
 
 
 def validate_upload_sizes(sizes: list[int]) -> None:
-    if any(size > MAX_UPLOAD_BYTES for size in sizes):
+    if any(size > MAX_UPLOAD_BYTES for size in sizes) or sum(sizes) > MAX_REQUEST_BYTES:
         raise request_entity_too_large()
 
 
@@ -245,6 +308,16 @@ def validate_message(
     err = _max_len([*pre, "content"], payload.get("content"), MAX_CONTENT)
     if err:
         merge_errors(errors, err)
+    nonce = payload.get("nonce")
+    if nonce is not None and len(str(nonce)) > MAX_NONCE:
+        # Create Message: "nonce ... (up to 25 characters)"
+        # (https://discord.com/developers/docs/resources/message#create-message).
+        merge_errors(
+            errors,
+            field_error(
+                [*pre, "nonce"], "BASE_TYPE_MAX_LENGTH", f"Must be {MAX_NONCE} or fewer in length."
+            ),
+        )
     embeds = payload.get("embeds")
     if isinstance(embeds, list):
         merge_errors(errors, _embed_errors(embeds, pre))

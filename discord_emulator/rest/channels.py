@@ -86,11 +86,13 @@ async def list_messages(request: web.Request) -> web.Response:
         return json_response([])
     limit = int(request.query.get("limit", 50))
     if not 1 <= limit <= 100:
-        raise errors.invalid_form_body(
-            errors.field_error(
-                ["limit"], "NUMBER_TYPE_MAX", "int value should be less than or equal to 100."
-            )
+        # Get Channel Messages: limit is 1-100.
+        code, text = (
+            ("NUMBER_TYPE_MAX", "int value should be less than or equal to 100.")
+            if limit > 100
+            else ("NUMBER_TYPE_MIN", "int value should be greater than or equal to 1.")
         )
+        raise errors.invalid_form_body(errors.field_error(["limit"], code, text))
     msgs = emu.state.visible_messages(channel.id)
     if "before" in request.query:
         before = int(request.query["before"])
@@ -114,8 +116,13 @@ async def edit_message(request: web.Request) -> web.Response:
     msg = get_message(emu, channel.id, snowflake(request, "message_id"))
     payload, files = await read_body(request)
     if msg.author_id != bot_id:
-        # Others' messages: only flags (suppress embeds) with Manage Messages; we refuse all.
-        raise errors.cannot_edit_other_users_message()
+        # "Other users can only edit flags and only if they have the MANAGE_MESSAGES
+        # permission" (https://discord.com/developers/docs/resources/message#edit-message).
+        # discord.py also sends ``tts`` and the client's allowed_mentions, which change nothing.
+        if files or set(payload) - {"flags", "allowed_mentions", "tts"}:
+            raise errors.cannot_edit_other_users_message()
+        if not P.has(emu.permissions(channel, bot_id), P.MANAGE_MESSAGES):
+            raise errors.missing_permissions()
     if channel.thread is not None and channel.thread.archived:
         # Editing never unarchives a thread (Threads docs); Discord answers 50083.
         raise errors.thread_archived()

@@ -213,9 +213,9 @@ async def followup(request: web.Request) -> web.Response:
         ephemeral = bool(int(payload.get("flags") or 0) & FLAG_EPHEMERAL)
         msg = _new_message(emu, inter, payload, files, FLAG_EPHEMERAL if ephemeral else 0)
     inter.followup_ids.append(msg.id)
-    if request.query.get("wait") in ("true", "1", "True"):
-        return json_response(emu.state.message_payload(msg))
-    return no_content()
+    # Create Followup Message: "Functions the same as Execute Webhook, but wait is always
+    # true" (https://discord.com/developers/docs/interactions/receiving-and-responding#create-followup-message).
+    return json_response(emu.state.message_payload(msg))
 
 
 async def get_webhook_message(request: web.Request) -> web.Response:

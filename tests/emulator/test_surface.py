@@ -1,0 +1,262 @@
+"""The rest of the REST and gateway surface a bot uses, checked against Discord's docs: nonces,
+component custom ids, request size, replies to system messages, edits of other users'
+messages, command definitions and contexts, member lists and queries, follow-ups, the gateway's
+send limit. Each test drives the real discord.py client."""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+import aiohttp
+import discord
+import pytest
+from discord import app_commands
+from discord.ext import commands
+
+from discord_emulator import Emulator, InteractionRefused, permissions
+from discord_emulator.state import MSG_THREAD_CREATED
+from discord_emulator.testing import running_bot
+from discord_emulator.validation import MAX_UPLOAD_BYTES
+
+from .conftest import World, make_bot
+
+
+def text_channel(bot: commands.Bot, channel_id: int) -> discord.TextChannel:
+    channel = bot.get_channel(channel_id)
+    assert isinstance(channel, discord.TextChannel)
+    return channel
+
+
+async def test_a_nonce_longer_than_25_characters_is_refused(
+    world: World, running: commands.Bot
+) -> None:
+    channel = text_channel(running, world.channel.id)
+    with pytest.raises(discord.HTTPException) as exc:
+        await channel.send("hello", nonce="n" * 26)
+    assert (exc.value.status, exc.value.code) == (400, 50035)
+    assert "nonce" in exc.value.text
+    sent = await channel.send("hello", nonce="n" * 25)
+    assert sent.nonce == "n" * 25
+
+
+async def test_two_components_with_one_custom_id_are_refused(
+    world: World, running: commands.Bot
+) -> None:
+    channel = text_channel(running, world.channel.id)
+    view = discord.ui.View()
+    view.add_item(discord.ui.Button(label="Yes", custom_id="answer"))
+    view.add_item(discord.ui.Button(label="No", custom_id="answer"))
+    with pytest.raises(discord.HTTPException) as exc:
+        await channel.send("sure?", view=view)
+    assert (exc.value.status, exc.value.code) == (400, 50035)
+    assert "components.0.components.1.custom_id" in exc.value.text
+    assert "cannot be duplicated" in exc.value.text
+    assert not [m for m in world.emu.history(world.channel) if m.content == "sure?"]
+
+
+async def test_files_over_25_mib_in_total_are_refused(world: World, running: commands.Bot) -> None:
+    channel = text_channel(running, world.channel.id)
+    # Each file is under the 10 MiB per-file limit; together they pass the 25 MiB request limit.
+    size = MAX_UPLOAD_BYTES - 1024
+    files = [discord.File(io.BytesIO(b"x" * size), filename=f"part{i}.bin") for i in range(3)]
+    with pytest.raises(discord.HTTPException) as exc:
+        await channel.send("parts", files=files)
+    assert (exc.value.status, exc.value.code) == (413, 40005)
+    two = [discord.File(io.BytesIO(b"x" * size), filename=f"part{i}.bin") for i in range(2)]
+    sent = await channel.send("parts", files=two)
+    assert len(sent.attachments) == 2
+
+
+async def test_replying_to_a_system_message_is_refused(world: World, running: commands.Bot) -> None:
+    emu = world.emu
+    channel = text_channel(running, world.channel.id)
+    await channel.create_thread(name="standup", type=discord.ChannelType.public_thread)
+    system = next(m for m in emu.history(world.channel) if m.type == MSG_THREAD_CREATED)
+    with pytest.raises(discord.HTTPException) as exc:
+        await channel.send("re", reference=channel.get_partial_message(system.id))
+    assert (exc.value.status, exc.value.code) == (400, 50035)
+    assert "Cannot reply to a system message" in exc.value.text
+    ordinary = await channel.send("ordinary")
+    reply = await channel.send("re", reference=ordinary)
+    assert reply.reference is not None
+    assert reply.reference.message_id == ordinary.id
+
+
+async def test_a_bot_edits_only_the_flags_of_another_users_message_with_manage_messages(
+    world: World, running: commands.Bot
+) -> None:
+    emu = world.emu
+    bob = emu.create_user("bob")
+    emu.add_member(world.guild, bob)
+    channel = text_channel(running, world.channel.id)
+    posted = emu.send_message(world.alice, world.channel, f"see <@{bob.id}> https://example.org")
+    message = await channel.fetch_message(posted.id)
+
+    suppressed = await message.edit(suppress=True)
+    assert suppressed.flags.suppress_embeds
+    # Only a content edit re-parses mentions: bob is still mentioned.
+    assert [u.id for u in suppressed.mentions] == [bob.id]
+    assert emu.message(posted.id).content == f"see <@{bob.id}> https://example.org"
+
+    with pytest.raises(discord.Forbidden) as exc:
+        await message.edit(content="changed")
+    assert exc.value.code == 50005
+    emu.set_overwrite(world.channel, emu.bot_user, deny=permissions.MANAGE_MESSAGES)
+    with pytest.raises(discord.Forbidden) as exc:
+        await message.edit(suppress=False)
+    assert exc.value.code == 50013
+    assert emu.message(posted.id).flags & (1 << 2)
+
+
+async def test_command_definitions_are_checked_on_sync(
+    emu: Emulator, world: World, running: commands.Bot
+) -> None:
+    app_id = running.application_id
+    assert app_id is not None
+
+    async def put(commands_: list[dict[str, Any]]) -> discord.HTTPException:
+        with pytest.raises(discord.HTTPException) as exc:
+            await running.http.bulk_upsert_guild_commands(app_id, world.guild.id, commands_)
+        return exc.value
+
+    def option(name: str, required: bool = False, **extra: Any) -> dict[str, Any]:
+        return {"type": 3, "name": name, "description": "d", "required": required, **extra}
+
+    long_description = await put([{"name": "run", "description": "d" * 101, "type": 1}])
+    assert long_description.code == 50035
+    assert "0.description" in long_description.text
+    upper = await put([{"name": "Run", "description": "d", "type": 1}])
+    assert "Command name is invalid" in upper.text
+    order = await put(
+        [{"name": "run", "description": "d", "options": [option("a"), option("b", True)]}]
+    )
+    assert "Required options must be placed before non-required options" in order.text
+    too_long = await put(
+        [{"name": "run", "description": "d", "options": [option("task", max_length=6001)]}]
+    )
+    assert "0.options.0.max_length" in too_long.text
+    many = [{"name": str(i), "value": str(i)} for i in range(26)]
+    choices = await put(
+        [{"name": "run", "description": "d", "options": [option("pick", choices=many)]}]
+    )
+    assert "0.options.0.choices" in choices.text
+    # Nothing was stored by the refused syncs; a valid definition is accepted.
+    assert world.guild.id not in emu.application.guild_commands
+    ok = await running.http.bulk_upsert_guild_commands(
+        app_id,
+        world.guild.id,
+        [{"name": "run", "description": "d", "options": [option("a", True), option("b")]}],
+    )
+    assert [c["name"] for c in ok] == ["run"]
+
+
+async def test_a_guild_only_command_is_not_offered_in_a_dm(emu: Emulator, world: World) -> None:
+    bot = make_bot()
+    ran: list[str] = []
+
+    @bot.tree.command(name="here", description="Anywhere")
+    async def here(interaction: discord.Interaction) -> None:
+        ran.append("here")
+        await interaction.response.send_message("ok")
+
+    @bot.tree.command(name="server", description="Servers only")
+    @app_commands.guild_only()
+    async def server(interaction: discord.Interaction) -> None:
+        ran.append("server")
+        await interaction.response.send_message("ok")
+
+    async def setup_hook() -> None:
+        await bot.tree.sync()
+
+    bot.setup_hook = setup_hook  # type: ignore[method-assign]
+    async with running_bot(emu, bot):
+        dm = emu.create_dm(world.alice)
+        with pytest.raises(InteractionRefused):
+            await emu.invoke_slash(world.alice, dm, "server")
+        await (await emu.invoke_slash(world.alice, dm, "here")).wait_original()
+        await (await emu.invoke_slash(world.alice, world.channel, "server")).wait_original()
+    assert ran == ["here", "server"]
+
+
+async def test_listing_members_needs_the_members_intent_enabled(
+    emu: Emulator, world: World
+) -> None:
+    emu.application.privileged_intents = False
+    bot = commands.Bot(
+        command_prefix="!", intents=discord.Intents.default(), guild_ready_timeout=0.05
+    )
+    async with running_bot(emu, bot):
+        # Straight through discord.py's HTTP client: Guild.fetch_members already refuses
+        # without Intents.members, but Discord checks the application's portal setting.
+        with pytest.raises(discord.Forbidden) as exc:
+            await bot.http.get_members(world.guild.id, 10, None)
+        assert exc.value.code == 50001
+        emu.application.privileged_intents = True
+        listed = await bot.http.get_members(world.guild.id, 10, None)
+        assert world.alice.id in {int(m["user"]["id"]) for m in listed}
+        with pytest.raises(discord.HTTPException) as bad:
+            await bot.http.get_members(world.guild.id, 1001, None)
+        assert (bad.value.status, bad.value.code) == (400, 50035)
+
+
+async def test_query_members_answers_only_the_matching_members(emu: Emulator, world: World) -> None:
+    albert = emu.create_user("albert")
+    bob = emu.create_user("bob")
+    emu.add_member(world.guild, albert)
+    emu.add_member(world.guild, bob)
+    async with running_bot(emu, make_bot()) as bot:
+        guild = bot.get_guild(world.guild.id)
+        assert guild is not None
+        by_prefix = await guild.query_members(query="al", limit=10)
+        assert sorted(m.name for m in by_prefix) == ["albert", "alice"]
+        by_id = await guild.query_members(user_ids=[bob.id])
+        assert [m.id for m in by_id] == [bob.id]
+        first = await guild.query_members(query="al", limit=1)
+        assert len(first) == 1
+
+
+async def test_more_than_120_gateway_frames_a_minute_close_the_connection_with_4008(
+    world: World, running: commands.Bot
+) -> None:
+    emu = world.emu
+    closed = emu.wait_for(
+        lambda ev: ev.kind == "gateway_disconnect" and ev.data.get("code") == 4008, 5
+    )
+    # Around discord.py's own limiter (it keeps under 120), straight onto its socket.
+    socket = running.ws.socket
+    for _ in range(125):
+        if socket.closed:
+            break
+        await socket.send_str(json.dumps({"op": 1, "d": None}))
+    assert (await closed).data["code"] == 4008
+    # discord.py treats 4008 as resumable and carries on.
+    await emu.wait_for(lambda ev: ev.kind == "gateway_resumed", 10)
+    channel = text_channel(running, world.channel.id)
+    assert (await channel.send("still here")).content == "still here"
+
+
+async def test_a_follow_up_always_answers_the_message(world: World, running: commands.Bot) -> None:
+    emu = world.emu
+    handle = await emu.invoke_slash(world.alice, world.channel, "ping")
+    await handle.wait_original()
+    url = f"{emu.api_base}/webhooks/{emu.application.id}/{handle.interaction.token}"
+    # No ?wait=true: "wait is always true" for interaction follow-ups.
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(url, json={"content": "more"}) as resp,
+    ):
+        assert resp.status == 200
+        body = await resp.json()
+    assert body["content"] == "more"
+    assert emu.message(int(body["id"])).content == "more"
+
+
+async def test_fetching_history_with_limit_zero_is_refused(
+    world: World, running: commands.Bot
+) -> None:
+    with pytest.raises(discord.HTTPException) as exc:
+        await running.http.logs_from(world.channel.id, 0)
+    assert (exc.value.status, exc.value.code) == (400, 50035)
+    assert "greater than or equal to 1" in exc.value.text
