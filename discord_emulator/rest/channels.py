@@ -11,6 +11,7 @@ from aiohttp import web
 
 from discord_emulator import errors
 from discord_emulator import permissions as P
+from discord_emulator.actions import AUTO_ARCHIVE_DURATIONS
 from discord_emulator.state import (
     CATEGORY,
     DM,
@@ -234,8 +235,14 @@ async def modify_channel(request: web.Request) -> web.Response:
         raise errors.cannot_dm_channel()
     perms = emu.permissions(channel, bot_id)
     body, _ = await read_body(request)
+    _check_channel_changes(body)
     meta = channel.thread
     if meta is not None:
+        if meta.archived and body.get("archived") is not False:
+            # Modify Channel (thread): "Requires the thread to have archived set to false or be
+            # set to false in the request"
+            # (https://discord.com/developers/docs/resources/channel#modify-channel-json-params-thread).
+            raise errors.thread_archived()
         manage = P.has(perms, P.MANAGE_THREADS)
         # Modify Channel (thread): locking, or touching a locked thread, needs Manage Threads;
         # otherwise the thread's creator (or Manage Threads) may rename/archive it, and
@@ -253,6 +260,41 @@ async def modify_channel(request: web.Request) -> web.Response:
         raise errors.missing_permissions()
     emu.actions.update_channel(channel, body)
     return json_response(emu.state.channel_payload(channel))
+
+
+def _check_channel_changes(body: dict[str, object]) -> None:
+    """Modify Channel fields: name 1-100, auto_archive_duration one of 60/1440/4320/10080,
+    rate_limit_per_user 0-21600 (https://discord.com/developers/docs/resources/channel#modify-channel);
+    400 / 50035 otherwise."""
+    problems: dict[str, object] = {}
+    name = body.get("name")
+    if "name" in body and (not isinstance(name, str) or not 1 <= len(name) <= 100):
+        errors.merge_errors(
+            problems,
+            errors.field_error(
+                ["name"], "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length."
+            ),
+        )
+    duration = body.get("auto_archive_duration")
+    if duration is not None and duration not in AUTO_ARCHIVE_DURATIONS:
+        errors.merge_errors(
+            problems,
+            errors.field_error(
+                ["auto_archive_duration"],
+                "BASE_TYPE_CHOICES",
+                f"Value must be one of {set(AUTO_ARCHIVE_DURATIONS)}.",
+            ),
+        )
+    slowmode = body.get("rate_limit_per_user")
+    if isinstance(slowmode, int) and not 0 <= slowmode <= 21600:
+        code, text = (
+            ("NUMBER_TYPE_MAX", "int value should be less than or equal to 21600.")
+            if slowmode > 21600
+            else ("NUMBER_TYPE_MIN", "int value should be greater than or equal to 0.")
+        )
+        errors.merge_errors(problems, errors.field_error(["rate_limit_per_user"], code, text))
+    if problems:
+        raise errors.invalid_form_body(problems)
 
 
 async def join_thread(request: web.Request) -> web.Response:

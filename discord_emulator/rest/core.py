@@ -9,6 +9,7 @@ from typing import Any
 from aiohttp import web
 
 from discord_emulator import errors
+from discord_emulator.permissions import base_permissions
 from discord_emulator.state import DM, Channel
 
 from .common import acting_app, emu_of, get_channel, json_response, read_body, snowflake
@@ -99,6 +100,44 @@ async def create_dm(request: web.Request) -> web.Response:
         raise errors.unknown_user()
     channel = emu.dm_channel(app.bot_user_id, recipient)
     return json_response(emu.state.channel_payload(channel))
+
+
+async def get_my_guilds(request: web.Request) -> web.Response:
+    """Get Current User Guilds: partial guilds, ``before``/``after`` by id, ``limit`` 1-200
+    (default 200), ``with_counts``
+    (https://discord.com/developers/docs/resources/user#get-current-user-guilds)."""
+    emu = emu_of(request)
+    app = acting_app(request)
+    limit = int(request.query.get("limit", 200))
+    if not 1 <= limit <= 200:
+        code, text = (
+            ("NUMBER_TYPE_MAX", "int value should be less than or equal to 200.")
+            if limit > 200
+            else ("NUMBER_TYPE_MIN", "int value should be greater than or equal to 1.")
+        )
+        raise errors.invalid_form_body(errors.field_error(["limit"], code, text))
+    guilds = sorted(
+        (g for g in emu.state.guilds.values() if app.bot_user_id in g.members), key=lambda g: g.id
+    )
+    if "before" in request.query:
+        guilds = [g for g in guilds if g.id < int(request.query["before"])][-limit:]
+    else:
+        guilds = [g for g in guilds if g.id > int(request.query.get("after", 0))][:limit]
+    out = []
+    for guild in guilds:
+        data: dict[str, Any] = {
+            "id": str(guild.id),
+            "name": guild.name,
+            "icon": None,
+            "banner": None,
+            "owner": guild.owner_id == app.bot_user_id,
+            "permissions": str(base_permissions(emu.state, guild.id, app.bot_user_id)),
+            "features": [],
+        }
+        if request.query.get("with_counts") in ("true", "1", "True"):
+            data.update(approximate_member_count=len(guild.members), approximate_presence_count=0)
+        out.append(data)
+    return json_response(out)
 
 
 # ----- application commands --------------------------------------------------------------
@@ -435,6 +474,7 @@ ROUTES = [
     ("GET", "/users/@me", get_me),
     ("GET", "/users/{user_id}", get_user),
     ("POST", "/users/@me/channels", create_dm),
+    ("GET", "/users/@me/guilds", get_my_guilds),
     ("GET", "/oauth2/applications/@me", get_application),
     ("GET", "/applications/@me", get_application),
     ("GET", "/gateway", get_gateway),

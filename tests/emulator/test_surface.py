@@ -260,3 +260,53 @@ async def test_fetching_history_with_limit_zero_is_refused(
         await running.http.logs_from(world.channel.id, 0)
     assert (exc.value.status, exc.value.code) == (400, 50035)
     assert "greater than or equal to 1" in exc.value.text
+
+
+async def test_an_archived_thread_changes_only_when_the_request_unarchives_it(
+    world: World, running: commands.Bot
+) -> None:
+    emu = world.emu
+    channel = text_channel(running, world.channel.id)
+    thread = await channel.create_thread(name="work", type=discord.ChannelType.public_thread)
+    await thread.edit(archived=True)
+    with pytest.raises(discord.HTTPException) as exc:
+        await thread.edit(name="renamed")
+    assert (exc.value.status, exc.value.code) == (400, 50083)
+    assert emu.channel(thread.id).name == "work"
+    renamed = await thread.edit(archived=False, name="renamed")
+    assert renamed.name == "renamed"
+    assert not renamed.archived
+
+
+async def test_modify_channel_checks_name_duration_and_slowmode(
+    world: World, running: commands.Bot
+) -> None:
+    emu = world.emu
+    channel = text_channel(running, world.channel.id)
+    thread = await channel.create_thread(name="work", type=discord.ChannelType.public_thread)
+    for changes, field in (
+        ({"name": "n" * 101}, "name"),
+        ({"auto_archive_duration": 30}, "auto_archive_duration"),
+        ({"rate_limit_per_user": 21601}, "rate_limit_per_user"),
+    ):
+        with pytest.raises(discord.HTTPException) as exc:
+            await running.http.edit_channel(thread.id, **changes)
+        assert (exc.value.status, exc.value.code) == (400, 50035)
+        assert field in exc.value.text
+    stored = emu.channel(thread.id)
+    assert stored.name == "work"
+    assert stored.thread is not None
+    assert stored.thread.auto_archive_duration == 1440
+    assert stored.rate_limit_per_user == 0
+
+
+async def test_fetch_guilds_lists_the_bots_guilds(emu: Emulator, world: World) -> None:
+    other = emu.create_guild("Other")
+    emu.create_guild("Without the bot", bot_permissions=None)
+    async with running_bot(emu, make_bot()) as bot:
+        guilds = [g async for g in bot.fetch_guilds(limit=None)]
+        assert sorted(g.id for g in guilds) == sorted([world.guild.id, other.id])
+        first = [g async for g in bot.fetch_guilds(limit=1)]
+        assert [g.id for g in first] == [min(world.guild.id, other.id)]
+        mine = next(g for g in guilds if g.id == world.guild.id)
+        assert mine.name == world.guild.name
