@@ -337,6 +337,14 @@ class Control:
             self.actions.ensure_writable_thread(ch, can_manage=False)
         return self.actions.create_message(ch, ref_id(user), body)
 
+    def react(self, user: Ref, message: Ref, emoji: str) -> None:
+        """``user`` reacts to a message with a Unicode emoji (MESSAGE_REACTION_ADD)."""
+        self.actions.add_reaction(self.state.messages[ref_id(message)], ref_id(user), emoji)
+
+    def unreact(self, user: Ref, message: Ref, emoji: str) -> None:
+        """``user`` takes a reaction back (MESSAGE_REACTION_REMOVE)."""
+        self.actions.remove_reaction(self.state.messages[ref_id(message)], ref_id(user), emoji)
+
     def delete_channel(self, channel: Ref) -> Channel:
         """Delete a channel (and its threads) or a thread as a moderator would; the bot
         receives CHANNEL_DELETE or THREAD_DELETE. ``emu.channel(id)`` still reads it."""

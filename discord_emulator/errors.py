@@ -90,6 +90,11 @@ def unknown_application_command() -> DiscordError:
     return DiscordError(404, 10063, "Unknown application command")
 
 
+def unknown_emoji() -> DiscordError:
+    # A reaction emoji that is not URL-encoded Unicode or an emoji the bot can use.
+    return DiscordError(400, 10014, "Unknown Emoji")
+
+
 def unknown_interaction() -> DiscordError:
     # Interaction not answered within 3 s (or never existed): 404 / 10062.
     return DiscordError(404, 10062, "Unknown interaction")
@@ -104,6 +109,10 @@ def old_message_edit_limit(retry_after: float) -> DiscordError:
         "Maximum number of edits to messages older than 1 hour reached. Try again later.",
         extra={"retry_after": round(retry_after, 3), "global": False},
     )
+
+
+def max_reactions() -> DiscordError:
+    return DiscordError(400, 30010, "Maximum number of reactions reached (20)")
 
 
 # 4xxxx / 5xxxx: request errors.

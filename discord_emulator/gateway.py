@@ -52,7 +52,9 @@ GUILDS = 1 << 0
 GUILD_MEMBERS = 1 << 1
 GUILD_PRESENCES = 1 << 8
 GUILD_MESSAGES = 1 << 9
+GUILD_MESSAGE_REACTIONS = 1 << 10
 DIRECT_MESSAGES = 1 << 12
+DIRECT_MESSAGE_REACTIONS = 1 << 13
 MESSAGE_CONTENT = 1 << 15
 PRIVILEGED = GUILD_MEMBERS | GUILD_PRESENCES | MESSAGE_CONTENT
 
@@ -175,7 +177,16 @@ class Gateway:
             if guild_id is not None and not self._bot_in_guild(session, guild_id):
                 continue
             payload = data
-            if event.startswith("MESSAGE_"):
+            if event.startswith("MESSAGE_REACTION_"):
+                # GUILD_MESSAGE_REACTIONS / DIRECT_MESSAGE_REACTIONS (List of Intents), only
+                # from channels the bot can view.
+                dm = channel_type == DM
+                needed = DIRECT_MESSAGE_REACTIONS if dm else GUILD_MESSAGE_REACTIONS
+                if not session.intents & needed:
+                    continue
+                if channel_id is not None and not self._can_view(session, channel_id):
+                    continue
+            elif event.startswith("MESSAGE_"):
                 needed = DIRECT_MESSAGES if channel_type == DM else GUILD_MESSAGES
                 if not session.intents & needed:
                     continue

@@ -30,6 +30,8 @@ def _default_routes() -> dict[str, Limit]:
         "POST /channels/{channel_id}/messages": Limit(5, 5.0),
         "PATCH /channels/{channel_id}/messages/{message_id}": Limit(5, 5.0),
         "DELETE /channels/{channel_id}/messages/{message_id}": Limit(5, 1.0),
+        # Reactions: one per 0.25 s per channel (observed; discord.py learns it from headers).
+        "PUT /channels/{channel_id}/messages/{message_id}/reactions/{emoji}/@me": Limit(1, 0.25),
         "POST /channels/{channel_id}/messages/{message_id}/threads": Limit(10, 10.0),
         "POST /channels/{channel_id}/threads": Limit(10, 10.0),
         "PATCH /channels/{channel_id}": Limit(10, 10.0),

@@ -198,6 +198,9 @@ class Message:
     mention_ids: list[int] = field(default_factory=list)
     mention_role_ids: list[int] = field(default_factory=list)
     mention_everyone: bool = False
+    # Reactions: emoji key ("👍", or "name:id" for a custom emoji) -> ids of the users who
+    # reacted with it, in order.
+    reactions: dict[str, list[int]] = field(default_factory=dict)
     deleted_at: float | None = None
     versions: list[MessageVersion] = field(default_factory=list)
 
@@ -256,6 +259,12 @@ class Interaction:
     followup_ids: list[int] = field(default_factory=list)
     autocomplete_choices: list[dict[str, Any]] | None = None
     modal: dict[str, Any] | None = None
+
+
+def emoji_payload(key: str) -> dict[str, Any]:
+    """A partial emoji object from a reaction key: ``{"id": None, "name": "👍"}``."""
+    name, _, emoji_id = key.partition(":")
+    return {"id": emoji_id or None, "name": name}
 
 
 def make_token(bot_id: int) -> str:
@@ -417,7 +426,25 @@ class State:
                 data["referenced_message"] = self.message_payload(ref, nested=False)
         if msg.thread_id is not None and msg.thread_id in self.channels:
             data["thread"] = self.channel_payload(self.channels[msg.thread_id])
+        if msg.reactions:
+            data["reactions"] = self.reactions_payload(msg)
         return data
+
+    def reactions_payload(self, msg: Message) -> list[dict[str, Any]]:
+        """Reaction objects (Message resource: Reaction Structure); ``me`` is about the bot of
+        the first application, the one the emulator serves."""
+        viewer = next(iter(self.applications.values())).bot_user_id if self.applications else 0
+        return [
+            {
+                "count": len(users),
+                "count_details": {"burst": 0, "normal": len(users)},
+                "me": viewer in users,
+                "me_burst": False,
+                "burst_colors": [],
+                "emoji": emoji_payload(key),
+            }
+            for key, users in msg.reactions.items()
+        ]
 
     def gateway_message_payload(self, msg: Message) -> dict[str, Any]:
         """MESSAGE_CREATE/UPDATE also carry a partial ``member`` for guild messages."""

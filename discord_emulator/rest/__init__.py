@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from . import channels, core, interactions
+from . import channels, core, interactions, reactions
 
 API_PREFIX = "/api/v10"
 
 
 def add_routes(app: web.Application) -> None:
-    for module in (core, channels, interactions):
+    for module in (core, channels, reactions, interactions):
         for method, path, handler in module.ROUTES:
             app.router.add_route(method, API_PREFIX + path, handler)
             if API_PREFIX != "/api":
