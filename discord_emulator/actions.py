@@ -16,6 +16,7 @@ from .state import (
     DM,
     FLAG_HAS_THREAD,
     FORUM,
+    MSG_CHANNEL_PINNED_MESSAGE,
     MSG_DEFAULT,
     MSG_REPLY,
     MSG_THREAD_CREATED,
@@ -42,6 +43,8 @@ AUTO_ARCHIVE_DURATIONS = (60, 1440, 4320, 10080)
 REPLYABLE_TYPES = (0, 19, 20, 21, 23)
 # "Maximum number of reactions reached (20)": different emojis on one message (JSON error 30010).
 MAX_REACTION_EMOJIS = 20
+# "Maximum number of pins reached for the channel (250)" (JSON error 30003).
+MAX_PINS = 250
 
 
 class UploadedFile:
@@ -107,7 +110,7 @@ class Actions:
             result.append(att)
         return result
 
-    def _reference(self, raw: Any) -> dict[str, Any] | None:
+    def _reference(self, raw: Any, *, reply: bool = True) -> dict[str, Any] | None:
         """A reply's message_reference; an unknown target is a form error unless
         ``fail_if_not_exists`` is false (Message Reference docs)."""
         if not isinstance(raw, dict) or raw.get("message_id") is None:
@@ -123,7 +126,7 @@ class Actions:
                     )
                 )
             return None
-        if target.type not in REPLYABLE_TYPES:
+        if reply and target.type not in REPLYABLE_TYPES:
             # "The referenced message must exist and cannot be a system message"
             # (https://discord.com/developers/docs/resources/message#create-message); the
             # error code is observed.
@@ -194,7 +197,9 @@ class Actions:
                 existing = self.state.messages.get(hit[0])
                 if existing is not None and not existing.deleted:
                     return existing
-        reference = self._reference(payload.get("message_reference"))
+        reference = self._reference(
+            payload.get("message_reference"), reply=msg_type in (MSG_DEFAULT, MSG_REPLY)
+        )
         if reference is not None and msg_type == MSG_DEFAULT:
             msg_type = MSG_REPLY
         mid = message_id if message_id is not None else self.state.new_id()
@@ -218,7 +223,12 @@ class Actions:
             message_reference=reference,
         )
         msg.attachments = self._attachments(channel.id, payload, files or [])
-        replied = self.state.messages[int(reference["message_id"])] if reference else None
+        # Only a reply pings the author it answers (a pin notice refers without pinging).
+        replied = (
+            self.state.messages[int(reference["message_id"])]
+            if reference and msg_type == MSG_REPLY
+            else None
+        )
         self._set_mentions(
             msg, channel, payload.get("allowed_mentions"), replied.author_id if replied else None
         )
@@ -325,6 +335,83 @@ class Actions:
                 channel_id=channel.id,
             )
         self.publish("message_delete", data, channel_id=msg.channel_id, message_id=msg.id)
+
+    # ----- pins --------------------------------------------------------------------------
+    # https://discord.com/developers/docs/resources/message#pin-message; Gateway: Channel Pins
+    # Update. Pinning posts a CHANNEL_PINNED_MESSAGE system message that refers to the pin.
+    def pin_message(self, msg: Message, by_user_id: int) -> None:
+        channel = self.state.channels[msg.channel_id]
+        if channel.thread is not None and channel.thread.archived:
+            raise errors.thread_archived()
+        if msg.pinned_at is not None:
+            return
+        pinned = [m for m in self.state.visible_messages(channel.id) if m.pinned_at is not None]
+        if len(pinned) >= MAX_PINS:
+            raise errors.max_pins()
+        msg.pinned_at = self.clock.time()
+        self._pins_update(channel)
+        self.create_message(
+            channel,
+            by_user_id,
+            {"message_reference": {"message_id": str(msg.id)}},
+            msg_type=MSG_CHANNEL_PINNED_MESSAGE,
+        )
+
+    def unpin_message(self, msg: Message) -> None:
+        channel = self.state.channels[msg.channel_id]
+        if channel.thread is not None and channel.thread.archived:
+            raise errors.thread_archived()
+        if msg.pinned_at is None:
+            return
+        msg.pinned_at = None
+        self._pins_update(channel)
+
+    def _pins_update(self, channel: Channel) -> None:
+        times = [
+            m.pinned_at for m in self.state.visible_messages(channel.id) if m.pinned_at is not None
+        ]
+        data: dict[str, Any] = {
+            "channel_id": str(channel.id),
+            "last_pin_timestamp": self.clock.iso(max(times)) if times else None,
+        }
+        if channel.guild_id is not None:
+            data["guild_id"] = str(channel.guild_id)
+        self.emu.gateway.dispatch(
+            "CHANNEL_PINS_UPDATE",
+            data,
+            guild_id=channel.guild_id,
+            channel_type=channel.type,
+            channel_id=channel.id,
+        )
+        self.publish("channel_pins_update", data, channel_id=channel.id)
+
+    def bulk_delete(self, channel: Channel, messages: list[Message]) -> None:
+        """Delete several messages at once: one MESSAGE_DELETE_BULK."""
+        now = self.clock.time()
+        for msg in messages:
+            msg.deleted_at = now
+            if channel.is_thread:
+                channel.message_count = max(0, channel.message_count - 1)
+        data: dict[str, Any] = {
+            "ids": [str(m.id) for m in messages],
+            "channel_id": str(channel.id),
+        }
+        if channel.guild_id is not None:
+            data["guild_id"] = str(channel.guild_id)
+        self.emu.gateway.dispatch(
+            "MESSAGE_DELETE_BULK",
+            data,
+            guild_id=channel.guild_id,
+            channel_type=channel.type,
+            channel_id=channel.id,
+        )
+        for msg in messages:
+            self.publish(
+                "message_delete",
+                {"id": str(msg.id), "channel_id": str(channel.id)},
+                channel_id=channel.id,
+                message_id=msg.id,
+            )
 
     # ----- reactions ---------------------------------------------------------------------
     # https://discord.com/developers/docs/resources/message#create-reaction and the Message

@@ -70,6 +70,8 @@ DEFAULT_BOT_PERMISSIONS = (
     | P.SEND_MESSAGES_IN_THREADS
     | P.MANAGE_THREADS
     | P.MANAGE_MESSAGES
+    # Discord gave Pin Messages to every role with Manage Messages when it split them.
+    | P.PIN_MESSAGES
     | P.USE_APPLICATION_COMMANDS
 )
 

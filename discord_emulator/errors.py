@@ -111,6 +111,10 @@ def old_message_edit_limit(retry_after: float) -> DiscordError:
     )
 
 
+def max_pins() -> DiscordError:
+    return DiscordError(400, 30003, "Maximum number of pins reached for the channel (250)")
+
+
 def max_reactions() -> DiscordError:
     return DiscordError(400, 30010, "Maximum number of reactions reached (20)")
 
@@ -136,6 +140,19 @@ def cannot_dm_channel() -> DiscordError:
 
 def cannot_edit_other_users_message() -> DiscordError:
     return DiscordError(403, 50005, "Cannot edit a message authored by another user")
+
+
+def bulk_delete_count() -> DiscordError:
+    return DiscordError(
+        400,
+        50016,
+        "Provided too few or too many messages to delete. Must provide at least 2 and fewer "
+        "than 100 messages to delete",
+    )
+
+
+def bulk_delete_too_old() -> DiscordError:
+    return DiscordError(400, 50034, "A message provided was too old to bulk delete")
 
 
 def empty_message() -> DiscordError:

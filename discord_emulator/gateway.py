@@ -196,6 +196,13 @@ class Gateway:
                     # ... read messages"; Gateway Events: guild events need access).
                     continue
                 payload = self._strip_content(session, data, channel_type, author_id)
+            elif event == "CHANNEL_PINS_UPDATE":
+                # GUILDS for guild channels, DIRECT_MESSAGES for DMs (List of Intents).
+                needed = DIRECT_MESSAGES if channel_type == DM else GUILDS
+                if not session.intents & needed:
+                    continue
+                if channel_id is not None and not self._can_view(session, channel_id):
+                    continue
             elif event in EVENT_INTENTS and not session.intents & EVENT_INTENTS[event]:
                 continue
             if (

@@ -29,8 +29,10 @@ MANAGE_THREADS = 1 << 34
 CREATE_PUBLIC_THREADS = 1 << 35
 CREATE_PRIVATE_THREADS = 1 << 36
 SEND_MESSAGES_IN_THREADS = 1 << 38
+PIN_MESSAGES = 1 << 51
 
-ALL = (1 << 51) - 1
+# Every flag up to BYPASS_SLOWMODE (1 << 52), the highest documented bit.
+ALL = (1 << 53) - 1
 
 # A typical @everyone role in a new server (what the tests and the sandbox start from).
 DEFAULT_EVERYONE = (

@@ -26,6 +26,7 @@ FLAG_LOADING = 1 << 7
 
 # https://discord.com/developers/docs/resources/message#message-object-message-types
 MSG_DEFAULT, MSG_THREAD_CREATED, MSG_REPLY, MSG_CHAT_INPUT_COMMAND = 0, 18, 19, 20
+MSG_CHANNEL_PINNED_MESSAGE = 6
 
 # Application flags for an unverified bot with all privileged intents switched on
 # (GATEWAY_PRESENCE_LIMITED, GATEWAY_GUILD_MEMBERS_LIMITED, GATEWAY_MESSAGE_CONTENT_LIMITED).
@@ -201,6 +202,7 @@ class Message:
     # Reactions: emoji key ("👍", or "name:id" for a custom emoji) -> ids of the users who
     # reacted with it, in order.
     reactions: dict[str, list[int]] = field(default_factory=dict)
+    pinned_at: float | None = None
     deleted_at: float | None = None
     versions: list[MessageVersion] = field(default_factory=list)
 
@@ -405,7 +407,7 @@ class State:
             "attachments": [dict(a) for a in msg.attachments],
             "embeds": [dict(e) for e in msg.embeds],
             "components": [dict(c) for c in msg.components],
-            "pinned": False,
+            "pinned": msg.pinned_at is not None,
             "type": msg.type,
             "flags": msg.flags,
         }
