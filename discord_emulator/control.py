@@ -339,6 +339,11 @@ class Control:
             self.actions.ensure_writable_thread(ch, can_manage=False)
         return self.actions.create_message(ch, ref_id(user), body)
 
+    def set_accepts_dms(self, user: Ref, accepts: bool) -> None:
+        """The user's "Allow direct messages from server members" setting; when off the bot's
+        messages to their DM fail with 50007."""
+        self.state.users[ref_id(user)].accepts_dms = accepts
+
     def react(self, user: Ref, message: Ref, emoji: str) -> None:
         """``user`` reacts to a message with a Unicode emoji (MESSAGE_REACTION_ADD)."""
         self.actions.add_reaction(self.state.messages[ref_id(message)], ref_id(user), emoji)

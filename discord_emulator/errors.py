@@ -155,6 +155,10 @@ def bulk_delete_too_old() -> DiscordError:
     return DiscordError(400, 50034, "A message provided was too old to bulk delete")
 
 
+def cannot_message_user() -> DiscordError:
+    return DiscordError(403, 50007, "Cannot send messages to this user")
+
+
 def empty_message() -> DiscordError:
     return DiscordError(400, 50006, "Cannot send an empty message")
 

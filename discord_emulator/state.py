@@ -40,6 +40,8 @@ class User:
     bot: bool = False
     global_name: str | None = None
     avatar: str | None = None
+    # The user's privacy setting "Allow direct messages from server members".
+    accepts_dms: bool = True
 
     def payload(self) -> dict[str, Any]:
         data: dict[str, Any] = {

@@ -310,3 +310,61 @@ async def test_fetch_guilds_lists_the_bots_guilds(emu: Emulator, world: World) -
         assert [g.id for g in first] == [min(world.guild.id, other.id)]
         mine = next(g for g in guilds if g.id == world.guild.id)
         assert mine.name == world.guild.name
+
+
+async def test_a_dm_to_a_user_who_cannot_be_messaged_fails_with_50007(
+    world: World, running: commands.Bot
+) -> None:
+    emu = world.emu
+    alice = await running.fetch_user(world.alice.id)
+    assert (await alice.send("hello")).content == "hello"
+    emu.set_accepts_dms(world.alice, False)
+    with pytest.raises(discord.Forbidden) as exc:
+        await alice.send("again")
+    assert exc.value.code == 50007
+    stranger = await running.fetch_user(emu.create_user("stranger").id)  # shares no server
+    with pytest.raises(discord.Forbidden) as exc:
+        await stranger.send("hello")
+    assert exc.value.code == 50007
+    assert [m.content for m in emu.history(emu.create_dm(world.alice))] == ["hello"]
+
+
+async def test_thread_members_can_be_read(world: World, running: commands.Bot) -> None:
+    emu = world.emu
+    channel = text_channel(running, world.channel.id)
+    thread = await channel.create_thread(name="work", type=discord.ChannelType.public_thread)
+    emu.join_thread(world.alice, thread.id)
+    members = await thread.fetch_members()
+    assert sorted(m.id for m in members) == sorted([emu.bot_user.id, world.alice.id])
+    assert (await thread.fetch_member(world.alice.id)).id == world.alice.id
+    bob = emu.create_user("bob")
+    emu.add_member(world.guild, bob)
+    with pytest.raises(discord.NotFound) as exc:
+        await thread.fetch_member(bob.id)
+    assert exc.value.code == 10007
+    emu.application.privileged_intents = False
+    with pytest.raises(discord.Forbidden) as denied:
+        await thread.fetch_members()
+    assert denied.value.code == 50001
+
+
+async def test_archived_threads_can_be_listed(world: World, running: commands.Bot) -> None:
+    emu = world.emu
+    channel = text_channel(running, world.channel.id)
+    old = await channel.create_thread(name="old", type=discord.ChannelType.public_thread)
+    active = await channel.create_thread(name="active", type=discord.ChannelType.public_thread)
+    private = await channel.create_thread(name="secret", type=discord.ChannelType.private_thread)
+    emu.edit_thread(old.id, archived=True)
+    emu.edit_thread(private.id, archived=True)
+
+    public = [t.id async for t in channel.archived_threads()]
+    assert public == [old.id]
+    assert active.id not in public
+    assert [t.id async for t in channel.archived_threads(private=True)] == [private.id]
+    joined = [t.id async for t in channel.archived_threads(private=True, joined=True)]
+    assert joined == [private.id]
+
+    emu.set_overwrite(world.channel, emu.bot_user, deny=permissions.MANAGE_THREADS)
+    with pytest.raises(discord.Forbidden) as exc:
+        [t async for t in channel.archived_threads(private=True)]
+    assert exc.value.code == 50013
