@@ -7,8 +7,6 @@ https://discord.com/developers/docs/topics/threads (archiving, locking, forum po
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from aiohttp import web
 
 from discord_emulator import errors
@@ -21,6 +19,7 @@ from discord_emulator.state import (
     PRIVATE_THREAD,
     PUBLIC_THREAD,
     Channel,
+    State,
 )
 from discord_emulator.validation import validate_message
 
@@ -34,9 +33,6 @@ from .common import (
     read_body,
     snowflake,
 )
-
-if TYPE_CHECKING:
-    from discord_emulator.server import Emulator
 
 
 def _bot_channel(request: web.Request) -> tuple[Channel, int]:
@@ -62,7 +58,7 @@ async def create_message(request: web.Request) -> web.Response:
     if not P.has(perms, needed):
         raise errors.missing_permissions()
     if channel.type == DM:
-        _ensure_can_dm(emu, channel, bot_id)
+        _ensure_can_dm(emu.state, channel, bot_id)
     payload, files = await read_body(request)
     if payload.get("message_reference") and not P.has(perms, P.READ_MESSAGE_HISTORY):
         # A reply needs Read Message History
@@ -74,15 +70,13 @@ async def create_message(request: web.Request) -> web.Response:
     return json_response(emu.state.message_payload(msg))
 
 
-def _ensure_can_dm(emu: Emulator, channel: Channel, bot_id: int) -> None:
+def _ensure_can_dm(state: State, channel: Channel, bot_id: int) -> None:
     """50007 Cannot send messages to this user (JSON Error Codes): the recipient is a bot,
     shares no server with the bot, or does not accept DMs from server members (observed;
     https://discord.com/developers/docs/topics/opcodes-and-status-codes#json-json-error-codes)."""
     other = next((u for u in channel.recipient_ids if u != bot_id), None)
-    user = emu.state.users.get(other) if other is not None else None
-    shares_guild = any(
-        other in g.members and bot_id in g.members for g in emu.state.guilds.values()
-    )
+    user = state.users.get(other) if other is not None else None
+    shares_guild = any(other in g.members and bot_id in g.members for g in state.guilds.values())
     if user is None or user.bot or not user.accepts_dms or not shares_guild:
         raise errors.cannot_message_user()
 

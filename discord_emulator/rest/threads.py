@@ -13,34 +13,31 @@ threads also Manage Threads; joined private archived threads need Read Message H
 from __future__ import annotations
 
 import datetime as dt
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import web
 
 from discord_emulator import errors
 from discord_emulator import permissions as P
-from discord_emulator.state import PRIVATE_THREAD, PUBLIC_THREAD, Channel
+from discord_emulator.state import PRIVATE_THREAD, PUBLIC_THREAD, Channel, State
 
 from .channels import _bot_channel
 from .common import acting_app, emu_of, json_response, snowflake
 
-if TYPE_CHECKING:
-    from discord_emulator.server import Emulator
-
 
 def _thread_member(
-    emu: Emulator, thread: Channel, user_id: int, with_member: bool
+    state: State, thread: Channel, user_id: int, with_member: bool
 ) -> dict[str, Any]:
     meta = thread.thread
     data: dict[str, Any] = {
         "id": str(thread.id),
         "user_id": str(user_id),
-        "join_timestamp": emu.clock.iso(meta.create_timestamp if meta else None),
+        "join_timestamp": state.clock.iso(meta.create_timestamp if meta else None),
         "flags": 0,
     }
-    member = emu.state.member(thread.guild_id, user_id) if thread.guild_id else None
+    member = state.member(thread.guild_id, user_id) if thread.guild_id else None
     if with_member and member is not None:
-        data["member"] = emu.state.member_payload(member)
+        data["member"] = state.member_payload(member)
     return data
 
 
@@ -74,7 +71,7 @@ async def get_thread_member(request: web.Request) -> web.Response:
     user_id = snowflake(request, "user_id")
     if user_id not in thread.thread_member_ids:
         raise errors.unknown_member()
-    return json_response(_thread_member(emu, thread, user_id, _with_member(request)))
+    return json_response(_thread_member(emu.state, thread, user_id, _with_member(request)))
 
 
 async def list_thread_members(request: web.Request) -> web.Response:
@@ -86,7 +83,7 @@ async def list_thread_members(request: web.Request) -> web.Response:
     after = int(request.query.get("after", 0))
     ids = sorted(u for u in thread.thread_member_ids if u > after)[:limit]
     with_member = _with_member(request)
-    return json_response([_thread_member(emu, thread, u, with_member) for u in ids])
+    return json_response([_thread_member(emu.state, thread, u, with_member) for u in ids])
 
 
 def _archived(
@@ -120,7 +117,9 @@ def _archived(
         {
             "threads": [emu.state.channel_payload(t) for t in page],
             "members": [
-                _thread_member(emu, t, bot_id, False) for t in page if bot_id in t.thread_member_ids
+                _thread_member(emu.state, t, bot_id, False)
+                for t in page
+                if bot_id in t.thread_member_ids
             ],
             "has_more": len(threads) > len(page),
         }
