@@ -231,7 +231,9 @@ class InteractionBuilder:
         else:
             payload.update(
                 user=self.state.users[inter.user_id].payload(),
-                authorizing_integration_owners={"0": str(inter.user_id)},
+                # A guild-installed app in a DM with its bot: GUILD_INSTALL maps to "0"
+                # (Receiving and Responding: Authorizing Integration Owners Object).
+                authorizing_integration_owners={"0": "0"},
                 context=1,
             )
         if message is not None:

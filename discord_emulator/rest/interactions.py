@@ -58,9 +58,8 @@ def _metadata(emu: Any, inter: Interaction) -> dict[str, Any]:
         "id": str(inter.id),
         "type": inter.type,
         "user": emu.state.users[inter.user_id].payload(),
-        "authorizing_integration_owners": (
-            {"0": str(inter.guild_id)} if inter.guild_id else {"1": str(inter.user_id)}
-        ),
+        # The app is guild-installed: the guild's id, or "0" in a DM with the bot.
+        "authorizing_integration_owners": {"0": str(inter.guild_id or 0)},
     }
     if inter.type == APPLICATION_COMMAND:
         data["name"] = inter.data.get("name")

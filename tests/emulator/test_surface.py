@@ -368,3 +368,35 @@ async def test_archived_threads_can_be_listed(world: World, running: commands.Bo
     with pytest.raises(discord.Forbidden) as exc:
         [t async for t in channel.archived_threads(private=True)]
     assert exc.value.code == 50013
+
+
+async def test_a_dm_interaction_names_the_guild_install_with_zero(
+    emu: Emulator, world: World
+) -> None:
+    owners: list[dict[str, str]] = []
+    bot = make_bot(enable_debug_events=True)
+
+    @bot.tree.command(name="here", description="Anywhere")
+    async def here(interaction: discord.Interaction) -> None:
+        await interaction.response.send_message("ok")
+
+    @bot.event
+    async def on_socket_raw_receive(raw: str) -> None:
+        frame = json.loads(raw)
+        if frame.get("t") == "INTERACTION_CREATE":
+            owners.append(frame["d"]["authorizing_integration_owners"])
+
+    async def setup_hook() -> None:
+        await bot.tree.sync()
+
+    bot.setup_hook = setup_hook  # type: ignore[method-assign]
+    async with running_bot(emu, bot):
+        dm = emu.create_dm(world.alice)
+        in_dm = await (await emu.invoke_slash(world.alice, dm, "here")).wait_original()
+        await (await emu.invoke_slash(world.alice, world.channel, "here")).wait_original()
+        await emu.wait_until(lambda: len(owners) == 2, 5)
+        response = await bot.http.get_message(dm.id, in_dm.id)
+    # Receiving and Responding, Authorizing Integration Owners Object: for GUILD_INSTALL ("0")
+    # the guild's id, or "0" when triggered from a DM with the app's bot user.
+    assert owners == [{"0": "0"}, {"0": str(world.guild.id)}]
+    assert response["interaction_metadata"]["authorizing_integration_owners"] == {"0": "0"}
