@@ -172,6 +172,7 @@ class Actions:
             meta.archived = False
             meta.archive_timestamp = self.clock.time()
             self._thread_update(channel)
+            self._unarchived(channel)
 
     def create_message(
         self,
@@ -556,6 +557,19 @@ class Actions:
             self.create_message(parent, owner_id, {"content": name}, msg_type=MSG_THREAD_CREATED)
         return thread
 
+    def _unarchived(self, thread: Channel) -> None:
+        """After the THREAD_UPDATE of an unarchive, each member bot gets THREAD_MEMBER_UPDATE
+        with its own thread member (and ``guild_id``)
+        (https://discord.com/developers/docs/topics/threads#unarchiving-a-thread)."""
+        for app in self.state.applications.values():
+            if app.bot_user_id not in thread.thread_member_ids:
+                continue
+            data = self._thread_member(thread, app.bot_user_id)
+            data["guild_id"] = str(thread.guild_id)
+            self.emu.gateway.dispatch(
+                "THREAD_MEMBER_UPDATE", data, application_id=app.id, guild_id=thread.guild_id
+            )
+
     def _thread_update(self, thread: Channel) -> None:
         payload = self.state.channel_payload(thread)
         self.emu.gateway.dispatch("THREAD_UPDATE", payload, guild_id=thread.guild_id)
@@ -569,9 +583,11 @@ class Actions:
             channel.topic = changes["topic"]
         if "rate_limit_per_user" in changes:
             channel.rate_limit_per_user = int(changes["rate_limit_per_user"] or 0)
+        unarchived = False
         if meta is not None:
             if "archived" in changes and changes["archived"] is not None:
                 archived = bool(changes["archived"])
+                unarchived = meta.archived and not archived
                 if archived != meta.archived:
                     meta.archived = archived
                     meta.archive_timestamp = self.clock.time()
@@ -584,6 +600,8 @@ class Actions:
             if "invitable" in changes and changes["invitable"] is not None:
                 meta.invitable = bool(changes["invitable"])
             self._thread_update(channel)
+            if unarchived:
+                self._unarchived(channel)
         else:
             payload = self.state.channel_payload(channel)
             self.emu.gateway.dispatch("CHANNEL_UPDATE", payload, guild_id=channel.guild_id)

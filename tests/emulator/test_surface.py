@@ -400,3 +400,38 @@ async def test_a_dm_interaction_names_the_guild_install_with_zero(
     # the guild's id, or "0" when triggered from a DM with the app's bot user.
     assert owners == [{"0": "0"}, {"0": str(world.guild.id)}]
     assert response["interaction_metadata"]["authorizing_integration_owners"] == {"0": "0"}
+
+
+async def test_unarchiving_a_thread_sends_its_members_thread_member_update(
+    emu: Emulator, world: World
+) -> None:
+    frames: list[tuple[str, dict[str, Any]]] = []
+    bot = make_bot(enable_debug_events=True)
+
+    @bot.event
+    async def on_socket_raw_receive(raw: str) -> None:
+        frame = json.loads(raw)
+        if frame.get("t") in ("THREAD_UPDATE", "THREAD_MEMBER_UPDATE"):
+            frames.append((frame["t"], frame["d"]))
+
+    async with running_bot(emu, bot):
+        channel = text_channel(bot, world.channel.id)
+        mine = await channel.create_thread(name="mine", type=discord.ChannelType.public_thread)
+        other = emu.actions.create_thread(world.channel, world.alice.id, "not mine")
+        for thread_id in (mine.id, other.id):
+            emu.edit_thread(thread_id, archived=True)
+            emu.edit_thread(thread_id, archived=False)
+        await emu.wait_until(lambda: len(frames) == 5, 5)
+    kinds = [(kind, int(data["id"])) for kind, data in frames]
+    # THREAD_UPDATE (archive), THREAD_UPDATE (unarchive) then THREAD_MEMBER_UPDATE for the
+    # thread the bot is in; only the two THREAD_UPDATEs for the other.
+    assert kinds == [
+        ("THREAD_UPDATE", mine.id),
+        ("THREAD_UPDATE", mine.id),
+        ("THREAD_MEMBER_UPDATE", mine.id),
+        ("THREAD_UPDATE", other.id),
+        ("THREAD_UPDATE", other.id),
+    ]
+    member = frames[2][1]
+    assert member["user_id"] == str(emu.bot_user.id)
+    assert member["guild_id"] == str(world.guild.id)
