@@ -26,6 +26,7 @@ MAX_CONTENT = 2000
 MAX_EMBEDS = 10
 MAX_EMBED_TOTAL = 6000
 MAX_NONCE = 25
+IS_COMPONENTS_V2 = 1 << 15
 
 
 def _max_len(path: list[str | int], value: Any, limit: int) -> dict[str, Any] | None:
@@ -301,10 +302,28 @@ def validate_message(
     prefix: list[str | int] | None = None,
     require_content: bool = True,
     has_files: bool = False,
+    components_v2: bool = False,
 ) -> None:
-    """Raise 50035 for limit violations, then 50006 for an empty message (create only)."""
+    """Raise 50035 for limit violations, then 50006 for an empty message (create only).
+    ``components_v2``: the message being edited already has IS_COMPONENTS_V2."""
     pre = prefix or []
     errors: dict[str, Any] = {}
+    if components_v2 or int(payload.get("flags") or 0) & IS_COMPONENTS_V2:
+        # "When the flag IS_COMPONENTS_V2 is set, the message can only contain components.
+        # Providing content, embeds, sticker_ids, poll ... will fail with a 400"
+        # (https://discord.com/developers/docs/resources/message#create-message); the inner
+        # code is observed.
+        for key in ("content", "embeds", "sticker_ids", "poll"):
+            if payload.get(key):
+                merge_errors(
+                    errors,
+                    field_error(
+                        [*pre, key],
+                        "MESSAGE_CANNOT_USE_LEGACY_FIELDS_WITH_COMPONENTS_V2",
+                        f"The '{key}' field cannot be used when using "
+                        "MessageFlags.IS_COMPONENTS_V2",
+                    ),
+                )
     err = _max_len([*pre, "content"], payload.get("content"), MAX_CONTENT)
     if err:
         merge_errors(errors, err)

@@ -21,7 +21,7 @@ from discord_emulator.state import (
     Channel,
     State,
 )
-from discord_emulator.validation import validate_message
+from discord_emulator.validation import IS_COMPONENTS_V2, validate_message
 
 from .common import (
     acting_app,
@@ -141,7 +141,9 @@ async def edit_message(request: web.Request) -> web.Response:
     if channel.thread is not None and channel.thread.archived:
         # Editing never unarchives a thread (Threads docs); Discord answers 50083.
         raise errors.thread_archived()
-    validate_message(payload, require_content=False)
+    validate_message(
+        payload, require_content=False, components_v2=bool(msg.flags & IS_COMPONENTS_V2)
+    )
     _ensure_not_emptied(msg, payload, bool(files))
     if emu.clock.time() - msg.created_at > emu.config.old_message_age:
         emu.limiter.check_old_message_edit(channel.id, emu.clock.time())

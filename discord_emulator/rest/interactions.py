@@ -23,7 +23,12 @@ from discord_emulator.state import (
     Interaction,
     Message,
 )
-from discord_emulator.validation import validate_choices, validate_message, validate_modal
+from discord_emulator.validation import (
+    IS_COMPONENTS_V2,
+    validate_choices,
+    validate_message,
+    validate_modal,
+)
 
 from .channels import _ensure_not_emptied
 from .common import emu_of, json_response, no_content, read_body, snowflake
@@ -137,7 +142,12 @@ async def callback(request: web.Request) -> web.Response:
         inter.original_message_id = inter.message_id
         message = emu.state.messages[inter.message_id]
         if rtype == UPDATE_MESSAGE:
-            validate_message(data, prefix=["data"], require_content=False)
+            validate_message(
+                data,
+                prefix=["data"],
+                require_content=False,
+                components_v2=bool(message.flags & IS_COMPONENTS_V2),
+            )
             emu.actions.edit_message(message, data, files)
     elif rtype == AUTOCOMPLETE_RESULT:
         choices = data.get("choices") or []
@@ -232,7 +242,9 @@ async def edit_webhook_message(request: web.Request) -> web.Response:
     channel = emu.state.channels[msg.channel_id]
     if channel.thread is not None and channel.thread.archived:
         raise errors.thread_archived()
-    validate_message(payload, require_content=False)
+    validate_message(
+        payload, require_content=False, components_v2=bool(msg.flags & IS_COMPONENTS_V2)
+    )
     if not msg.flags & FLAG_LOADING:
         _ensure_not_emptied(msg, payload, bool(files))
     emu.actions.edit_message(msg, payload, files, clear_flags=FLAG_LOADING)

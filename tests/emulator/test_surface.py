@@ -435,3 +435,23 @@ async def test_unarchiving_a_thread_sends_its_members_thread_member_update(
     member = frames[2][1]
     assert member["user_id"] == str(emu.bot_user.id)
     assert member["guild_id"] == str(world.guild.id)
+
+
+async def test_a_components_v2_message_takes_no_content_or_embeds(
+    world: World, running: commands.Bot
+) -> None:
+    channel = text_channel(running, world.channel.id)
+    layout = discord.ui.LayoutView()
+    layout.add_item(discord.ui.TextDisplay("All text lives in components"))
+    with pytest.raises(discord.HTTPException) as exc:
+        await channel.send("and some content", view=layout)
+    assert (exc.value.status, exc.value.code) == (400, 50035)
+    assert "'content' field cannot be used" in exc.value.text
+
+    sent = await channel.send(view=layout)
+    assert sent.flags.components_v2
+    with pytest.raises(discord.HTTPException) as exc:
+        await sent.edit(embed=discord.Embed(title="legacy"))
+    assert exc.value.code == 50035
+    assert "'embeds' field cannot be used" in exc.value.text
+    assert world.emu.message(sent.id).embeds == []
