@@ -166,9 +166,23 @@ def _custom_id_errors(components: list[Any], prefix: list[str | int]) -> dict[st
     return errors
 
 
-def _component_errors(components: list[Any], prefix: list[str | int]) -> dict[str, Any]:
+# "Messages allow up to 40 total components" with IS_COMPONENTS_V2, instead of 5 action rows
+# (https://discord.com/developers/docs/components/reference); the inner code is assumed.
+MAX_V2_COMPONENTS = 40
+
+
+def _component_errors(
+    components: list[Any], prefix: list[str | int], *, v2: bool = False
+) -> dict[str, Any]:
     errors: dict[str, Any] = {}
-    if len(components) > 5:
+    if v2:
+        if len(_walk_components(components, [])) > MAX_V2_COMPONENTS:
+            return field_error(
+                [*prefix, "components"],
+                "BASE_TYPE_MAX_LENGTH",
+                f"Must be {MAX_V2_COMPONENTS} or fewer in length.",
+            )
+    elif len(components) > 5:
         return field_error(
             [*prefix, "components"], "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 5 in length."
         )
@@ -308,7 +322,8 @@ def validate_message(
     ``components_v2``: the message being edited already has IS_COMPONENTS_V2."""
     pre = prefix or []
     errors: dict[str, Any] = {}
-    if components_v2 or int(payload.get("flags") or 0) & IS_COMPONENTS_V2:
+    v2 = components_v2 or bool(int(payload.get("flags") or 0) & IS_COMPONENTS_V2)
+    if v2:
         # "When the flag IS_COMPONENTS_V2 is set, the message can only contain components.
         # Providing content, embeds, sticker_ids, poll ... will fail with a 400"
         # (https://discord.com/developers/docs/resources/message#create-message); the inner
@@ -342,7 +357,7 @@ def validate_message(
         merge_errors(errors, _embed_errors(embeds, pre))
     components = payload.get("components")
     if isinstance(components, list):
-        merge_errors(errors, _component_errors(components, pre))
+        merge_errors(errors, _component_errors(components, pre, v2=v2))
     if errors:
         raise invalid_form_body(errors)
     validate_allowed_mentions(payload.get("allowed_mentions"), pre)

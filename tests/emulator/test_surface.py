@@ -455,3 +455,21 @@ async def test_a_components_v2_message_takes_no_content_or_embeds(
     assert exc.value.code == 50035
     assert "'embeds' field cannot be used" in exc.value.text
     assert world.emu.message(sent.id).embeds == []
+
+
+async def test_a_components_v2_message_holds_up_to_40_components(
+    world: World, running: commands.Bot
+) -> None:
+    channel = text_channel(running, world.channel.id)
+    layout = discord.ui.LayoutView()
+    for i in range(6):  # more than the 5 top-level rows of a classic message
+        layout.add_item(discord.ui.TextDisplay(f"line {i}"))
+    sent = await channel.send(view=layout)
+    assert len(world.emu.message(sent.id).components) == 6
+
+    flags = discord.MessageFlags(components_v2=True)
+    with discord.http.handle_message_parameters(flags=flags) as params:
+        params.payload["components"] = [{"type": 10, "content": str(i)} for i in range(41)]
+        with pytest.raises(discord.HTTPException) as exc:
+            await running.http.send_message(channel.id, params=params)
+    assert (exc.value.status, exc.value.code) == (400, 50035)
