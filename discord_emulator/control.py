@@ -257,7 +257,7 @@ class Control:
             # the current user joins a new Guild").
             # A join carries no "unavailable" key (that is for guilds coming back from an
             # outage); discord.py tells on_guild_join from on_guild_available by it.
-            payload = self.state.guild_create_payload(g)
+            payload = self.state.guild_create_payload(g, member.user_id)
             payload.pop("unavailable", None)
             self.gateway.dispatch(
                 "GUILD_CREATE",

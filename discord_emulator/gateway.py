@@ -436,7 +436,9 @@ class Gateway:
         self._dispatch_to(session, "READY", ready)
         if intents & GUILDS:
             for guild in bot_guilds:
-                self._dispatch_to(session, "GUILD_CREATE", state.guild_create_payload(guild))
+                self._dispatch_to(
+                    session, "GUILD_CREATE", state.guild_create_payload(guild, app.bot_user_id)
+                )
         return None
 
     def _resume(self, conn: Connection, data: dict[str, Any]) -> int | None:

@@ -499,8 +499,27 @@ class State:
             "max_members": 500000,
         }
 
-    def guild_create_payload(self, guild: Guild) -> dict[str, Any]:
-        """GUILD_CREATE: the guild plus channels, active threads, roles and members."""
+    def thread_member_payload(self, thread: Channel, user_id: int) -> dict[str, Any]:
+        """A thread member object; the emulator keeps no join time, so it is the thread's
+        creation."""
+        meta = thread.thread
+        return {
+            "id": str(thread.id),
+            "user_id": str(user_id),
+            "join_timestamp": self.clock.iso(meta.create_timestamp if meta else None),
+            "flags": 0,
+        }
+
+    def _with_member(self, thread: Channel, viewer_id: int | None) -> dict[str, Any]:
+        data = self.channel_payload(thread)
+        if viewer_id is not None and viewer_id in thread.thread_member_ids:
+            data["member"] = self.thread_member_payload(thread, viewer_id)
+        return data
+
+    def guild_create_payload(self, guild: Guild, viewer_id: int | None = None) -> dict[str, Any]:
+        """GUILD_CREATE: the guild plus channels, active threads, roles and members; threads
+        the viewer (the receiving bot) is in carry its thread ``member``
+        (https://discord.com/developers/docs/topics/threads#syncing-for-the-current-user)."""
         data = self.guild_payload(guild)
         channels = [self.channels[c] for c in guild.channel_ids]
         threads = [
@@ -515,7 +534,7 @@ class State:
             joined_at=self.clock.iso(),
             members=[self.member_payload(m) for m in guild.members.values()],
             channels=[self.channel_payload(c) for c in channels],
-            threads=[self.channel_payload(t) for t in threads],
+            threads=[self._with_member(t, viewer_id) for t in threads],
             presences=[],
             voice_states=[],
             stage_instances=[],

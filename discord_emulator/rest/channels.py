@@ -164,6 +164,10 @@ async def delete_message(request: web.Request) -> web.Response:
     emu = emu_of(request)
     channel, bot_id = _bot_channel(request)
     msg = get_message(emu, channel.id, snowflake(request, "message_id"))
+    if msg.author_id != bot_id and channel.type == DM:
+        # Manage Messages exists only "on a guild channel" (Delete Message); in a DM another
+        # user's message cannot be deleted: 50003 (observed).
+        raise errors.cannot_dm_channel()
     if msg.author_id != bot_id and not P.has(emu.permissions(channel, bot_id), P.MANAGE_MESSAGES):
         raise errors.missing_permissions()
     # Deleting is allowed in an archived thread (only sending and editing are refused):

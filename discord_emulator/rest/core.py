@@ -467,7 +467,12 @@ async def get_channel_route(request: web.Request) -> web.Response:
     emu.require_view(channel, app.bot_user_id)
     if channel.type == DM and app.bot_user_id not in channel.recipient_ids:
         raise errors.unknown_channel()
-    return json_response(emu.state.channel_payload(channel))
+    data = emu.state.channel_payload(channel)
+    if channel.is_thread and app.bot_user_id in channel.thread_member_ids:
+        # "getting a channel will return the thread member object for the current user as a
+        # property on the channel" (https://discord.com/developers/docs/topics/threads).
+        data["member"] = emu.state.thread_member_payload(channel, app.bot_user_id)
+    return json_response(data)
 
 
 ROUTES = [

@@ -473,3 +473,43 @@ async def test_a_components_v2_message_holds_up_to_40_components(
         with pytest.raises(discord.HTTPException) as exc:
             await running.http.send_message(channel.id, params=params)
     assert (exc.value.status, exc.value.code) == (400, 50035)
+
+
+async def test_a_thread_the_bot_is_in_carries_its_thread_member(
+    emu: Emulator, world: World
+) -> None:
+    joined = emu.actions.create_thread(world.channel, world.alice.id, "joined")
+    emu.join_thread(emu.bot_user, joined)
+    apart = emu.actions.create_thread(world.channel, world.alice.id, "apart")
+    async with running_bot(emu, make_bot()) as bot:
+        # From GUILD_CREATE (threads the bot is in carry its member) ...
+        cached = bot.get_channel(joined.id)
+        assert isinstance(cached, discord.Thread)
+        assert cached.me is not None
+        other = bot.get_channel(apart.id)
+        assert isinstance(other, discord.Thread)
+        assert other.me is None
+        # ... and from Get Channel.
+        fetched = await bot.fetch_channel(joined.id)
+        assert isinstance(fetched, discord.Thread)
+        assert fetched.me is not None
+        assert fetched.me.id == emu.bot_user.id
+        fetched_other = await bot.fetch_channel(apart.id)
+        assert isinstance(fetched_other, discord.Thread)
+        assert fetched_other.me is None
+
+
+async def test_another_users_message_in_a_dm_cannot_be_deleted(
+    world: World, running: commands.Bot
+) -> None:
+    emu = world.emu
+    dm = emu.create_dm(world.alice)
+    theirs = emu.send_message(world.alice, dm, "hi bot")
+    channel = await (await running.fetch_user(world.alice.id)).create_dm()
+    with pytest.raises(discord.HTTPException) as exc:
+        await channel.get_partial_message(theirs.id).delete()
+    assert (exc.value.status, exc.value.code) == (400, 50003)
+    assert not emu.message(theirs.id).deleted
+    mine = await channel.send("hello")
+    await mine.delete()
+    assert emu.message(mine.id).deleted
