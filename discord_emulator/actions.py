@@ -337,6 +337,19 @@ class Actions:
             )
         self.publish("message_delete", data, channel_id=msg.channel_id, message_id=msg.id)
 
+    # ----- members -----------------------------------------------------------------------
+    def set_member_roles(self, guild_id: int, user_id: int, roles: list[int]) -> None:
+        """Change a member's roles: GUILD_MEMBER_UPDATE (GUILD_MEMBERS intent) with the member
+        and ``guild_id`` (https://discord.com/developers/docs/events/gateway-events#guild-member-update)."""
+        member = self.state.guilds[guild_id].members[user_id]
+        if member.roles == roles:
+            return
+        member.roles = roles
+        data = self.state.member_payload(member)
+        data["guild_id"] = str(guild_id)
+        self.emu.gateway.dispatch("GUILD_MEMBER_UPDATE", data, guild_id=guild_id)
+        self.publish("guild_member_update", data, guild_id=guild_id)
+
     # ----- pins --------------------------------------------------------------------------
     # https://discord.com/developers/docs/resources/message#pin-message; Gateway: Channel Pins
     # Update. Pinning posts a CHANNEL_PINNED_MESSAGE system message that refers to the pin.

@@ -24,6 +24,7 @@ READ_MESSAGE_HISTORY = 1 << 16
 MENTION_EVERYONE = 1 << 17
 USE_EXTERNAL_EMOJIS = 1 << 18
 CHANGE_NICKNAME = 1 << 26
+MANAGE_ROLES = 1 << 28
 USE_APPLICATION_COMMANDS = 1 << 31
 MANAGE_THREADS = 1 << 34
 CREATE_PUBLIC_THREADS = 1 << 35
@@ -114,6 +115,19 @@ def channel_permissions(state: State, channel: Channel, user_id: int) -> int:
     if not perms & VIEW_CHANNEL:
         return 0
     return perms
+
+
+def highest_role_position(state: State, guild_id: int, user_id: int) -> int:
+    """The position of a member's highest role (@everyone is 0); the owner outranks everyone
+    (https://discord.com/developers/docs/topics/permissions#permission-hierarchy)."""
+    guild = state.guilds[guild_id]
+    if guild.owner_id == user_id:
+        return 1 << 30
+    member = guild.members.get(user_id)
+    positions = [
+        guild.roles[r].position for r in (member.roles if member else []) if r in guild.roles
+    ]
+    return max(positions, default=0)
 
 
 def has(perms: int, needed: int) -> bool:

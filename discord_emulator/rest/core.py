@@ -9,10 +9,23 @@ from typing import Any
 from aiohttp import web
 
 from discord_emulator import errors
-from discord_emulator.permissions import base_permissions
+from discord_emulator.permissions import (
+    MANAGE_ROLES,
+    base_permissions,
+    has,
+    highest_role_position,
+)
 from discord_emulator.state import DM, Channel
 
-from .common import acting_app, emu_of, get_channel, json_response, read_body, snowflake
+from .common import (
+    acting_app,
+    emu_of,
+    get_channel,
+    json_response,
+    no_content,
+    read_body,
+    snowflake,
+)
 
 
 async def get_me(request: web.Request) -> web.Response:
@@ -435,6 +448,40 @@ async def list_members(request: web.Request) -> web.Response:
     return json_response([emu.state.member_payload(m) for m in members[:limit]])
 
 
+async def _member_role_change(request: web.Request, add: bool) -> web.Response:
+    """Add / Remove Guild Member Role: Manage Roles, and only a role below the bot's highest
+    role (Permissions: Permission Hierarchy); 403 / 50013 otherwise, unknown role 10011,
+    unknown member 10007 (https://discord.com/developers/docs/resources/guild#add-guild-member-role)."""
+    emu = emu_of(request)
+    guild = _bot_guild(request)
+    bot_id = acting_app(request).bot_user_id
+    member = guild.members.get(snowflake(request, "user_id"))
+    if member is None:
+        raise errors.unknown_member()
+    role_id = snowflake(request, "role_id")
+    role = guild.roles.get(role_id)
+    if role is None or role_id == guild.id:
+        raise errors.unknown_role()
+    if not has(base_permissions(emu.state, guild.id, bot_id), MANAGE_ROLES):
+        raise errors.missing_permissions()
+    if role.position >= highest_role_position(emu.state, guild.id, bot_id):
+        raise errors.missing_permissions()
+    if add:
+        roles = list(member.roles) if role_id in member.roles else [*member.roles, role_id]
+    else:
+        roles = [r for r in member.roles if r != role_id]
+    emu.actions.set_member_roles(guild.id, member.user_id, roles)
+    return no_content()
+
+
+async def add_member_role(request: web.Request) -> web.Response:
+    return await _member_role_change(request, add=True)
+
+
+async def remove_member_role(request: web.Request) -> web.Response:
+    return await _member_role_change(request, add=False)
+
+
 async def get_roles(request: web.Request) -> web.Response:
     guild = _bot_guild(request)
     return json_response([r.payload() for r in guild.roles.values()])
@@ -491,6 +538,8 @@ ROUTES = [
     ("GET", "/guilds/{guild_id}", get_guild),
     ("GET", "/guilds/{guild_id}/members", list_members),
     ("GET", "/guilds/{guild_id}/members/{user_id}", get_member),
+    ("PUT", "/guilds/{guild_id}/members/{user_id}/roles/{role_id}", add_member_role),
+    ("DELETE", "/guilds/{guild_id}/members/{user_id}/roles/{role_id}", remove_member_role),
     ("GET", "/guilds/{guild_id}/roles", get_roles),
     ("GET", "/guilds/{guild_id}/channels", get_guild_channels),
     ("GET", "/guilds/{guild_id}/threads/active", get_active_threads),

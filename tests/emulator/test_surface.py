@@ -513,3 +513,39 @@ async def test_another_users_message_in_a_dm_cannot_be_deleted(
     mine = await channel.send("hello")
     await mine.delete()
     assert emu.message(mine.id).deleted
+
+
+async def test_a_bot_grants_only_roles_below_its_highest_with_manage_roles(
+    emu: Emulator, world: World
+) -> None:
+    member_role = emu.create_role(world.guild, "member")
+    emu.create_role(world.guild, "mods", permissions.MANAGE_ROLES, members=[emu.bot_user])
+    admins = emu.create_role(world.guild, "admins")  # above the bot's highest role
+    updates: list[list[int]] = []
+    intents = discord.Intents.default()
+    intents.members = True
+    intents.message_content = True
+    bot = commands.Bot(command_prefix="!", intents=intents, guild_ready_timeout=0.05)
+
+    @bot.event
+    async def on_member_update(before: discord.Member, after: discord.Member) -> None:
+        updates.append([r.id for r in after.roles if not r.is_default()])
+
+    async with running_bot(emu, bot):
+        guild = bot.get_guild(world.guild.id)
+        assert guild is not None
+        alice = await guild.fetch_member(world.alice.id)
+        await alice.add_roles(discord.Object(member_role.id))
+        stored = emu.state.member(world.guild.id, world.alice.id)
+        assert stored is not None
+        assert stored.roles == [member_role.id]
+        with pytest.raises(discord.Forbidden) as exc:
+            await alice.add_roles(discord.Object(admins.id))
+        assert exc.value.code == 50013
+        with pytest.raises(discord.NotFound) as missing:
+            await alice.add_roles(discord.Object(12345))
+        assert missing.value.code == 10011
+        await alice.remove_roles(discord.Object(member_role.id))
+        assert stored.roles == []
+        await emu.wait_until(lambda: len(updates) == 2, 5)
+    assert updates == [[member_role.id], []]
