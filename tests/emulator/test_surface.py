@@ -1,7 +1,9 @@
 """The rest of the REST and gateway surface a bot uses, checked against Discord's docs: nonces,
-component custom ids, request size, replies to system messages, edits of other users'
-messages, command definitions and contexts, member lists and queries, follow-ups, the gateway's
-send limit. Each test drives the real discord.py client."""
+component custom ids, components v2, request size, replies to system messages, edits and
+deletes of other users' messages, command definitions and contexts, member lists and queries,
+member roles, follow-ups, Modify Channel on threads, guild lists, DMs that cannot be sent,
+thread members and archived threads, integration owners, the gateway's send limit. Each test
+drives the real discord.py client."""
 
 from __future__ import annotations
 
