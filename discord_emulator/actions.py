@@ -8,10 +8,12 @@ thread-per-message) live here; permission checks on the acting bot live in the R
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from . import errors, mentions
-from .events import EmulatorEvent
+from .clock import VirtualClock
+from .events import EmulatorEvent, EventHub
+from .gateway import Gateway
 from .state import (
     DM,
     FLAG_HAS_THREAD,
@@ -24,12 +26,10 @@ from .state import (
     PUBLIC_THREAD,
     Channel,
     Message,
+    State,
     ThreadMeta,
     emoji_payload,
 )
-
-if TYPE_CHECKING:
-    from .server import Emulator
 
 # Flags a sender may set (SUPPRESS_EMBEDS, SUPPRESS_NOTIFICATIONS, IS_COMPONENTS_V2); the
 # ephemeral flag is only honoured on interaction responses.
@@ -57,8 +57,20 @@ class UploadedFile:
         self.data = data
 
 
+class ActionsHost(Protocol):
+    """What the actions need of the emulator: its world, clock, event hub, gateway and URL."""
+
+    clock: VirtualClock
+    state: State
+    events: EventHub
+    gateway: Gateway
+
+    @property
+    def base_url(self) -> str: ...
+
+
 class Actions:
-    def __init__(self, emu: Emulator) -> None:
+    def __init__(self, emu: ActionsHost) -> None:
         self.emu = emu
         self.state = emu.state
         self.clock = emu.clock

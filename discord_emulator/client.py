@@ -9,7 +9,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import Protocol, TypeVar
 
 import yarl
 
@@ -20,12 +20,22 @@ with warnings.catch_warnings():
     from discord.gateway import DiscordWebSocket
     from discord.http import Route
 
-if TYPE_CHECKING:
-    from .server import Emulator
+
+class Addresses(Protocol):
+    """Where an emulator serves REST and the gateway (an :class:`~discord_emulator.Emulator`)."""
+
+    @property
+    def api_base(self) -> str: ...
+
+    @property
+    def gateway_url(self) -> str: ...
+
+
+E = TypeVar("E", bound=Addresses)
 
 
 @contextmanager
-def patched(emulator: Emulator) -> Iterator[Emulator]:
+def patched(emulator: E) -> Iterator[E]:
     """``with patched(emu): await client.start(token)`` talks to the emulator."""
     old_base, old_gateway = Route.BASE, DiscordWebSocket.DEFAULT_GATEWAY
     Route.BASE = emulator.api_base

@@ -13,10 +13,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
+
+from aiohttp import web
 
 from . import permissions as P
-from .events import EmulatorEvent, EventHub, Subscription
+from .events import EmulatorEvent, Subscription
+from .hub import Hub
 from .interaction_builder import (
     APPLICATION_COMMAND,
     AUTOCOMPLETE,
@@ -43,17 +46,9 @@ from .state import (
     Message,
     Overwrite,
     Role,
-    State,
     User,
     make_token,
 )
-
-if TYPE_CHECKING:
-    from .actions import Actions
-    from .clock import VirtualClock
-    from .faults import Faults
-    from .gateway import Gateway
-    from .server import Emulator, EmulatorConfig
 
 T = TypeVar("T")
 
@@ -79,7 +74,7 @@ DEFAULT_BOT_PERMISSIONS = (
 class InteractionHandle:
     """What a test holds after invoking a command or clicking a component."""
 
-    def __init__(self, emu: Emulator, interaction: Interaction) -> None:
+    def __init__(self, emu: Control, interaction: Interaction) -> None:
         self.emu = emu
         self.interaction = interaction
 
@@ -136,26 +131,12 @@ class InteractionHandle:
         return await self.emu.wait_until(lambda: self.interaction.autocomplete_choices, timeout)
 
 
-class Control:
-    if TYPE_CHECKING:
-        state: State
-        clock: VirtualClock
-        events: EventHub
-        gateway: Gateway
-        actions: Actions
-        faults: Faults
-        config: EmulatorConfig
-
-        def dm_channel(self, bot_id: int, user_id: int) -> Channel: ...
-        def permissions(self, channel: Channel, user_id: int) -> int: ...
-        async def restart(self) -> None: ...
+class Control(Hub):
+    """The control operations, written against :class:`~discord_emulator.hub.Hub` (the state,
+    clock, gateway, actions and faults the emulator that mixes this class in provides)."""
 
     def __init__(self) -> None:
         self.application: Application | None = None
-
-    @property
-    def _emu(self) -> Emulator:
-        return self  # type: ignore[return-value]
 
     # ----- building the world ------------------------------------------------------------
     def create_user(
@@ -391,7 +372,7 @@ class Control:
         self.state.interactions_by_token[inter.token] = inter
         self.gateway.dispatch("INTERACTION_CREATE", payload, application_id=builder.app.id)
         self.actions.publish("interaction_create", payload, interaction_id=inter.id)
-        return InteractionHandle(self._emu, inter)
+        return InteractionHandle(self, inter)
 
     async def invoke_slash(
         self, user: Ref, channel: Ref, command: str, options: dict[str, Any] | None = None
@@ -586,3 +567,8 @@ def _refuse_in_archived_thread(channel: Channel) -> None:
     # (https://discord.com/developers/docs/topics/threads#archiving-and-unarchiving-threads).
     if channel.thread is not None and channel.thread.archived:
         raise InteractionRefused(f"thread {channel.id} is archived")
+
+
+# The emulator on its aiohttp app, for routes that use the control operations (the HTTP control
+# API, the chat page); REST handlers read it through ``rest.common.EMU_KEY`` as a Hub.
+CONTROL_KEY: web.AppKey[Control] = web.AppKey("discord_emulator.control")

@@ -9,20 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import WSMsgType, web
 
-from .control import InteractionHandle
-from .rest.common import EMU_KEY
+from .control import CONTROL_KEY, Control, InteractionHandle
 from .state import TEXT
 
-if TYPE_CHECKING:
-    from .server import Emulator
 
-
-def _emu(request: web.Request) -> Emulator:
-    return request.app[EMU_KEY]
+def _emu(request: web.Request) -> Control:
+    return request.app[CONTROL_KEY]
 
 
 async def _json(request: web.Request) -> dict[str, Any]:

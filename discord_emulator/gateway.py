@@ -19,16 +19,15 @@ import secrets
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from aiohttp import WSMsgType, web
 
 from . import permissions as P
-from .events import EmulatorEvent
-from .state import DM
-
-if TYPE_CHECKING:
-    from .server import Emulator
+from .clock import VirtualClock
+from .config import EmulatorConfig
+from .events import EmulatorEvent, EventHub
+from .state import DM, State
 
 log = logging.getLogger(__name__)
 
@@ -123,8 +122,20 @@ def shard_id_of(guild_id: int, num_shards: int) -> int:
     return (guild_id >> 22) % num_shards
 
 
+class GatewayHost(Protocol):
+    """What the gateway needs of the emulator: its world, clock, settings, event hub and URL."""
+
+    config: EmulatorConfig
+    clock: VirtualClock
+    state: State
+    events: EventHub
+
+    @property
+    def gateway_url(self) -> str: ...
+
+
 class Gateway:
-    def __init__(self, emu: Emulator) -> None:
+    def __init__(self, emu: GatewayHost) -> None:
         self.emu = emu
         self.sessions: dict[str, GatewaySession] = {}
         self.connections: set[Connection] = set()

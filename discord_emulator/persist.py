@@ -18,8 +18,9 @@ import logging
 import os
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from .control import Control
 from .state import (
     Application,
     Channel,
@@ -34,15 +35,12 @@ from .state import (
     User,
 )
 
-if TYPE_CHECKING:
-    from .server import Emulator
-
 log = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
 
 
-def dump_world(emu: Emulator) -> dict[str, Any]:
+def dump_world(emu: Control) -> dict[str, Any]:
     """The whole world as JSON-ready data (ids as integers; dict keys rebuilt on load)."""
     s = emu.state
     return {
@@ -84,7 +82,7 @@ def _dump_channel(channel: Channel) -> dict[str, Any]:
     return data
 
 
-def load_world(emu: Emulator, data: dict[str, Any]) -> None:
+def load_world(emu: Control, data: dict[str, Any]) -> None:
     """Replace the emulator's world with ``data`` from :func:`dump_world`.
 
     Raises:
@@ -146,7 +144,7 @@ class WorldFile:
     it stops (which saves a last time).
     """
 
-    def __init__(self, emu: Emulator, path: Path, *, debounce: float = 0.5) -> None:
+    def __init__(self, emu: Control, path: Path, *, debounce: float = 0.5) -> None:
         self.emu = emu
         self.path = path
         self.debounce = debounce

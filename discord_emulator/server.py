@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
@@ -20,58 +19,23 @@ from . import errors
 from . import permissions as P
 from .actions import Actions
 from .clock import VirtualClock
-from .control import Control
+from .config import EmulatorConfig, RequestRecord
+from .control import CONTROL_KEY, Control
 from .control_http import add_control_routes
 from .events import EventHub
 from .faults import Faults
 from .gateway import Gateway
-from .ratelimit import RateLimitConfig, RateLimiter
+from .ratelimit import RateLimiter
 from .rest import API_PREFIX, add_routes
+from .rest.channels import get_attachment
 from .rest.common import APP_KEY, EMU_KEY, json_response
 from .state import DM, Channel, State
 
+# EmulatorConfig and RequestRecord live in .config (every part reads them) and stay importable
+# from here, where they were first defined.
+__all__ = ["Emulator", "EmulatorConfig", "RequestRecord"]
+
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class EmulatorConfig:
-    host: str = "127.0.0.1"
-    port: int = 0
-    # Discord's HELLO interval is 41250 ms; tests may shrink it.
-    heartbeat_interval_ms: int = 41250
-    # A connection is closed if no heartbeat arrives within interval * grace.
-    heartbeat_grace: float = 1.5
-    # Initial interaction response deadline (3 s) and token lifetime (15 min), virtual time.
-    interaction_ack_deadline: float = 3.0
-    interaction_token_ttl: float = 900.0
-    # Messages older than this get the stricter edit sub-limit (code 30046).
-    old_message_age: float = 3600.0
-    # Sharding (https://discord.com/developers/docs/events/gateway#sharding): a shard may hold
-    # at most 2500 guilds; /gateway/bot recommends one shard per 1000; IDENTIFY is paced to
-    # one per ``identify_interval`` seconds per max_concurrency bucket.
-    max_guilds_per_shard: int = 2500
-    guilds_per_recommended_shard: int = 1000
-    max_concurrency: int = 1
-    identify_interval: float = 5.0
-    session_start_total: int = 1000
-    # "Apps can send 120 gateway events per connection every 60 seconds"; past it the
-    # connection is closed with 4008 (https://discord.com/developers/docs/events/gateway#rate-limiting).
-    gateway_send_limit: int = 120
-    gateway_send_window: float = 60.0
-    ratelimits: RateLimitConfig = field(default_factory=RateLimitConfig)
-
-
-@dataclass
-class RequestRecord:
-    """One REST request as the emulator answered it (for assertions on retries and 429s)."""
-
-    method: str
-    path: str
-    route: str | None
-    status: int
-    code: int | None
-    at: float
-    body: Any = None
 
 
 class Emulator(Control):
@@ -117,11 +81,10 @@ class Emulator(Control):
     def build_app(self) -> web.Application:
         app = web.Application(middlewares=[self._middleware], client_max_size=50 * 1024 * 1024)
         app[EMU_KEY] = self
+        app[CONTROL_KEY] = self
         add_routes(app)
         app.router.add_get("/gateway", self.gateway.handle)
         app.router.add_get("/gateway/", self.gateway.handle)
-        from .rest.channels import get_attachment
-
         app.router.add_get("/attachments/{channel_id}/{attachment_id}/{filename}", get_attachment)
         add_control_routes(app)
         for setup in self.app_setup:

@@ -4,23 +4,21 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import BodyPartReader, web
 
 from discord_emulator import errors
 from discord_emulator.actions import UploadedFile
+from discord_emulator.hub import Hub
 from discord_emulator.state import Application, Channel, Message
 from discord_emulator.validation import validate_upload_sizes
 
-if TYPE_CHECKING:
-    from discord_emulator.server import Emulator
-
-EMU_KEY: web.AppKey[Emulator] = web.AppKey("discord_emulator")
+EMU_KEY: web.AppKey[Hub] = web.AppKey("discord_emulator")
 APP_KEY: web.RequestKey[Application] = web.RequestKey("discord_emulator.application")
 
 
-def emu_of(request: web.Request) -> Emulator:
+def emu_of(request: web.Request) -> Hub:
     return request.app[EMU_KEY]
 
 
@@ -96,14 +94,14 @@ def no_content() -> web.Response:
     return web.Response(status=204)
 
 
-def get_channel(emu: Emulator, channel_id: int) -> Channel:
+def get_channel(emu: Hub, channel_id: int) -> Channel:
     channel = emu.state.channels.get(channel_id)
     if channel is None:
         raise errors.unknown_channel()
     return channel
 
 
-def get_message(emu: Emulator, channel_id: int, message_id: int) -> Message:
+def get_message(emu: Hub, channel_id: int, message_id: int) -> Message:
     """A message visible through channel endpoints: ephemeral ones are not (10008)."""
     msg = emu.state.messages.get(message_id)
     if msg is None or msg.channel_id != channel_id or msg.deleted or msg.ephemeral:

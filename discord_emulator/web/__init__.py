@@ -9,15 +9,12 @@ composer (with completion from the registered commands) and lets you act as any 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from discord_emulator.hub import Hub
 
 from .page import PageConfig, add_page_routes
 
-if TYPE_CHECKING:
-    from discord_emulator.server import Emulator
 
-
-def serve_page(emu: Emulator, config: PageConfig) -> None:
+def serve_page(emu: Hub, config: PageConfig) -> None:
     """Serve the chat page from ``emu`` (call before ``start``; survives ``restart``)."""
     emu.app_setup.append(lambda app: add_page_routes(app, config))
 

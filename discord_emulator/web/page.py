@@ -10,16 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import web
 
+from discord_emulator.control import CONTROL_KEY, Control
 from discord_emulator.state import DM, FLAG_LOADING, FORUM, TEXT, Channel, Message
 
 from .commandline import CommandLineError, Focus, Suggestion, focus, parse, suggest
-
-if TYPE_CHECKING:
-    from discord_emulator.server import Emulator
 
 STATIC_FILES = {
     "page.js": "text/javascript",
@@ -38,10 +36,8 @@ class PageConfig:
 PAGE_KEY: web.AppKey[PageConfig] = web.AppKey("discord_emulator.page", PageConfig)
 
 
-def _emu(request: web.Request) -> Emulator:
-    from discord_emulator.rest.common import EMU_KEY
-
-    return request.app[EMU_KEY]
+def _emu(request: web.Request) -> Control:
+    return request.app[CONTROL_KEY]
 
 
 def _static(name: str) -> str:
@@ -55,7 +51,7 @@ def _user_id(request: web.Request) -> int:
     return int(raw)
 
 
-def can_see_channel(emu: Emulator, channel: Channel, user_id: int) -> bool:
+def can_see_channel(emu: Control, channel: Channel, user_id: int) -> bool:
     """DMs are seen by their recipients; guild channels by the guild's members."""
     if channel.type == DM:
         return user_id in channel.recipient_ids
@@ -74,7 +70,7 @@ def can_see_message(msg: Message, user_id: int) -> bool:
     return str((meta.get("user") or {}).get("id")) == str(user_id)
 
 
-def _channel_entry(emu: Emulator, channel: Channel) -> dict[str, Any]:
+def _channel_entry(emu: Control, channel: Channel) -> dict[str, Any]:
     kind = {TEXT: "text", FORUM: "forum", DM: "dm"}.get(channel.type, "thread")
     name = channel.name
     if channel.type == DM:
@@ -119,7 +115,7 @@ async def world(request: web.Request) -> web.Response:
     )
 
 
-def message_view(emu: Emulator, msg: Message) -> dict[str, Any]:
+def message_view(emu: Control, msg: Message) -> dict[str, Any]:
     """A message as the page draws it: Discord's payload plus version count and flags."""
     data = emu.state.message_payload(msg)
     data["ephemeral"] = msg.ephemeral
@@ -138,13 +134,13 @@ async def messages(request: web.Request) -> web.Response:
     return web.json_response({"channel": _channel_entry(emu, channel), "messages": visible})
 
 
-def _parent_or_self(emu: Emulator, channel: Channel) -> Channel:
+def _parent_or_self(emu: Control, channel: Channel) -> Channel:
     if channel.parent_id is not None and channel.parent_id in emu.state.channels:
         return emu.state.channels[channel.parent_id]
     return channel
 
 
-def commands_for(emu: Emulator, channel: Channel) -> list[dict[str, Any]]:
+def commands_for(emu: Control, channel: Channel) -> list[dict[str, Any]]:
     """The commands usable in ``channel``: the guild's, then the global ones."""
     app = emu.application
     if app is None:
@@ -153,7 +149,7 @@ def commands_for(emu: Emulator, channel: Channel) -> list[dict[str, Any]]:
     return scoped + list(app.global_commands)
 
 
-def _lookup(emu: Emulator) -> dict[str, int]:
+def _lookup(emu: Control) -> dict[str, int]:
     names: dict[str, int] = {u.username.lower(): u.id for u in emu.state.users.values()}
     for ch in emu.state.channels.values():
         if ch.name:
@@ -215,7 +211,7 @@ async def complete(request: web.Request) -> web.Response:
 
 
 async def _bot_choices(
-    emu: Emulator, user_id: int, channel: Channel, typing: Focus
+    emu: Control, user_id: int, channel: Channel, typing: Focus
 ) -> list[Suggestion]:
     values = typing.options | {typing.name: typing.value.strip()}
     try:

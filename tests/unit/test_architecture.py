@@ -117,21 +117,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 # -- import cycles ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "package",
-    [
-        "jobs",
-        "bot",
-        pytest.param(
-            "discord_emulator",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="emulator (#15): server <-> actions/gateway/control/rest, held by "
-                "TYPE_CHECKING and function-local imports",
-            ),
-        ),
-    ],
-)
+@pytest.mark.parametrize("package", ["jobs", "bot", "discord_emulator"])
 def test_no_import_cycle_among_project_modules(package: str) -> None:
     """No module of the package is on an import cycle (TYPE_CHECKING and function-local
     imports count)."""
