@@ -9,7 +9,7 @@ without a name, so their commands sit side by side at the top level: ``errand wo
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -34,15 +34,55 @@ def sandbox(
     run_sandbox(data_dir, host, port)
 
 
-def _serve(with_worker: bool) -> None:
+ShardsOpt = Annotated[
+    int | None,
+    typer.Option("--shards", min=1, help="Run this many shards in this process (all of them)."),
+]
+ShardIdsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--shard-ids",
+        help="Run only these shards, e.g. 0,1 (with --shard-count); one process per range.",
+    ),
+]
+ShardCountOpt = Annotated[
+    int | None, typer.Option("--shard-count", min=1, help="The total number of shards.")
+]
+
+
+def _bot_settings(shards: int | None, shard_ids: str | None, shard_count: int | None) -> Any:
+    """The bot's settings with the command line's sharding on top (exit 2 when it is bad)."""
+    from pydantic import ValidationError
+
+    from bot.settings import BotSettings
+
+    overrides: dict[str, Any] = {}
+    if shards is not None:
+        if shard_ids is not None or (shard_count is not None and shard_count != shards):
+            cli_fail("use --shards N alone, or --shard-ids with --shard-count")
+        overrides["shard_count"] = shards
+    if shard_count is not None:
+        overrides["shard_count"] = shard_count
+    if shard_ids is not None:
+        try:
+            overrides["shard_ids"] = [int(s) for s in shard_ids.split(",") if s.strip()]
+        except ValueError:
+            cli_fail(f"--shard-ids must be numbers separated by commas, not {shard_ids[:40]!r}")
+    try:
+        return BotSettings(**overrides)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        cli_fail(str(first["msg"]).removeprefix("Value error, "))
+
+
+def _serve(with_worker: bool, bot_settings: Any) -> None:
     import asyncio
 
     from bot.run import BadToken, serve
-    from bot.settings import BotSettings
 
     settings = load_settings()
     try:
-        asyncio.run(serve(settings, BotSettings(), with_worker=with_worker))
+        asyncio.run(serve(settings, bot_settings, with_worker=with_worker))
     except BadToken as exc:
         cli_fail(str(exc))
     except OSError as exc:  # PostgreSQL or Discord unreachable: one line, not a traceback
@@ -50,15 +90,19 @@ def _serve(with_worker: bool) -> None:
 
 
 @bot_app.command("bot")
-def bot_command() -> None:
+def bot_command(
+    shards: ShardsOpt = None, shard_ids: ShardIdsOpt = None, shard_count: ShardCountOpt = None
+) -> None:
     """Run the Discord bot: commands, threads, progress messages and notices."""
-    _serve(with_worker=False)
+    _serve(with_worker=False, bot_settings=_bot_settings(shards, shard_ids, shard_count))
 
 
 @bot_app.command("run")
-def run_command() -> None:
+def run_command(
+    shards: ShardsOpt = None, shard_ids: ShardIdsOpt = None, shard_count: ShardCountOpt = None
+) -> None:
     """Run the Discord bot and a worker in one process (small installs)."""
-    _serve(with_worker=True)
+    _serve(with_worker=True, bot_settings=_bot_settings(shards, shard_ids, shard_count))
 
 
 def build_app() -> typer.Typer:

@@ -25,8 +25,9 @@ from jobs import JobStore, Outbox, Registry, get_logger
 log = get_logger("bot")
 
 
-class ErrandBot(discord.Client):
-    """Errand on Discord."""
+class ErrandBot(discord.AutoShardedClient):
+    """Errand on Discord: all shards (as many as Discord recommends) in one process, or the
+    shards ``settings.shard_ids`` of ``settings.shard_count``."""
 
     def __init__(
         self,
@@ -44,6 +45,9 @@ class ErrandBot(discord.Client):
             guild_ready_timeout=settings.guild_ready_timeout,
             # Nothing the bot posts pings anyone unless a notice names its requester.
             allowed_mentions=discord.AllowedMentions.none(),
+            shard_count=settings.shard_count,
+            # None (every shard) is discord.py's own default; its TypedDict only admits a list.
+            shard_ids=settings.shard_ids,  # type: ignore[arg-type]
         )
         self.store = store
         self.pool: asyncpg.Pool = store.pool
@@ -56,6 +60,7 @@ class ErrandBot(discord.Client):
             lease_seconds=settings.delivery_lease_seconds,
             max_attempts=settings.delivery_max_attempts,
             retry_base_seconds=settings.delivery_retry_base_seconds,
+            partition=settings.partition(),
         )
         self.tree: app_commands.CommandTree[ErrandBot] = app_commands.CommandTree(self)
         self.tree.on_error = self._on_command_error  # type: ignore[method-assign]

@@ -64,9 +64,17 @@ T = TypeVar("T")
 
 
 class Wakes(Protocol):
-    """Delivery, as the commands see it: told when a job changed."""
+    """Delivery, as the commands see it: told when a job changed, and of each new answer."""
 
     def poke(self, job_id: int, public_id: str) -> None: ...
+
+    def remember_answer(
+        self,
+        job_id: int,
+        public_id: str,
+        interaction: discord.Interaction[Any],
+        channel_type: int,
+    ) -> None: ...
 
 
 class Host(Protocol):
@@ -237,6 +245,10 @@ async def summon(
         "interaction_id": str(interaction.id),
         "task": task,
     }
+    if interaction.guild_id:
+        # Which process delivers this job's messages: the one whose shards hold the guild
+        # (shard = (guild_id >> 22) % shard count; see jobs.engine.outbox, partition).
+        origin["partition"] = interaction.guild_id >> 22
     # The submit is one short transaction; should the database be slow, the answer is deferred
     # (public: the thread starts from it) and sent when the submit is done.
     submit = host.store.submit(
@@ -253,15 +265,7 @@ async def summon(
         await reply(interaction, render.code(str(exc), 400))
         return
     deferred = interaction.response.is_done()
-    where = {
-        discord.ChannelType.text.value: "Follow it in the thread on this message",
-        discord.ChannelType.news.value: "Follow it in the thread on this message",
-        discord.ChannelType.forum.value: "Follow it in its own post in this forum",
-    }.get(channel_type, "Follow it here")
-    answer = (
-        f"Job `{job.public_id}` ({job.kind}) is queued. {where}, or with "
-        f"`/job status {job.public_id}`."
-    )
+    answer = render.answer(job.public_id, job.kind, job.state, channel_type)
     anchor: int | None
     if deferred:
         # The first follow-up of a deferred answer becomes the answer message.
@@ -286,6 +290,10 @@ async def summon(
         channel_type,
         str(anchor) if anchor else None,
     )
+    # The answer shows the job's state from now on, edited through this interaction's token:
+    # Discord does not count those edits against the bot's global limit.
+    if not deferred:  # a deferred answer is a follow-up: delivery's fallback edits it
+        host.delivery.remember_answer(job.id, job.public_id, interaction, channel_type)
     host.delivery.poke(job.id, job.public_id)
 
 

@@ -35,6 +35,7 @@ import asyncpg
 import discord
 
 from bot import render
+from bot.answers import Answers
 from bot.discord_io import FORUMS, THREADABLE, DiscordIO, describe
 from bot.pacer import EDIT, SETUP, TERMINAL_EDIT, edit_interval, edit_wait
 from bot.queries import sql
@@ -93,6 +94,7 @@ class Delivery:
         self._last_edit: dict[int, float] = {}
         self._lookups: set[asyncio.Task[None]] = set()
         self.discord = DiscordIO(client, settings.requests_per_second)
+        self.answers = Answers(store, self._record_answer)
         # This process, as the owner of render leases.
         self.name = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
         outbox.owner = self.name
@@ -108,6 +110,7 @@ class Delivery:
     async def stop(self) -> None:
         """Stop every actor; leased rows become due again when their lease runs out."""
         self._stopping = True
+        self.answers.forget_all()
         tasks = [t for t in [self._task, *self.actors.values()] if t is not None]
         for task in tasks:
             task.cancel()
@@ -147,7 +150,7 @@ class Delivery:
         public_id = str(payload)
         job_id = self.ids.get(public_id)
         if job_id is not None:
-            self.poke(job_id, public_id)
+            self.poke(job_id, public_id, progress_only=True)
         else:
             task = asyncio.create_task(self._poke_by_public_id(public_id))
             self._lookups.add(task)
@@ -156,14 +159,27 @@ class Delivery:
     async def _poke_by_public_id(self, public_id: str) -> None:
         job_id = await self.pool.fetchval(sql("binding_by_public_id"), public_id)
         if job_id is not None:
-            self.poke(job_id, public_id)
+            self.poke(job_id, public_id, progress_only=True)
 
     # -- actors ---------------------------------------------------------------------------
 
-    def poke(self, job_id: int, public_id: str) -> None:
-        """Something changed for this job: (re)render it and deliver its rows soon."""
+    def remember_answer(
+        self,
+        job_id: int,
+        public_id: str,
+        interaction: discord.Interaction[Any],
+        channel_type: int,
+    ) -> None:
+        """Keep this job's /summon answer showing its state (see :mod:`bot.answers`)."""
+        self.answers.remember(job_id, public_id, interaction, channel_type)
+
+    def poke(self, job_id: int, public_id: str, *, progress_only: bool = False) -> None:
+        """Something changed for this job: (re)render it and deliver its rows soon. A state
+        change also updates its /summon answer; progress alone does not."""
         if self._stopping:
             return
+        if not progress_only:
+            self.answers.poke(job_id)
         self.ids[public_id] = job_id
         self.dirty.setdefault(job_id, asyncio.Event()).set()
         if job_id not in self.actors:
@@ -265,7 +281,28 @@ class Delivery:
                 if dead:
                     log.warning("delivery.dead_lettered", job_id=public_id, outbox_id=row.id)
             return not pending or job.state in TERMINAL  # the poll loop retries when due
+        if job.state in render.NOTICE_STATES and binding["progress_state"] in TERMINAL:
+            await self._settle_answer(status, binding)
         return job.state in TERMINAL and binding["progress_state"] in TERMINAL
+
+    async def _record_answer(self, job_id: int, state: State) -> None:
+        await self.pool.execute(sql("binding_set_answer_state"), job_id, state.value)
+
+    async def _settle_answer(self, status: JobStatus, binding: asyncpg.Record) -> None:
+        """Show a finished job's end on its /summon answer once, with the bot's token, when
+        no live interaction token did (a restart, a job longer than 15 minutes)."""
+        job = status.job
+        if (
+            binding["anchor_message_id"] is None
+            or binding["answer_state"] == job.state.value
+            or self.answers.live(job.id)
+        ):
+            return
+        text = render.answer(job.public_id, job.kind, job.state, binding["channel_type"])
+        if await self.discord.edit_answer(
+            int(binding["channel_id"]), int(binding["anchor_message_id"]), text
+        ):
+            await self._record_answer(job.id, job.state)
 
     # -- thread and progress message ------------------------------------------------------
 

@@ -191,3 +191,14 @@ class DiscordIO:
         await self.turns.wait(NOTICE)
         message = await channel.send(text, allowed_mentions=mentions, nonce=nonce)
         return str(message.id)
+
+    async def edit_answer(self, channel_id: int, message_id: int, text: str) -> bool:
+        """Edit the /summon answer with the bot's token (its interaction token is gone); False
+        when it was deleted or is out of reach (archived, no access)."""
+        message = self.client.get_partial_messageable(channel_id).get_partial_message(message_id)
+        await self.turns.wait(NOTICE)
+        try:
+            await message.edit(content=text, allowed_mentions=NO_PINGS)
+        except (discord.NotFound, discord.Forbidden):
+            return False
+        return True

@@ -255,3 +255,30 @@ def job_line(job: JobView, task: str) -> str:
         f"{ICONS[job.state]} `{job.public_id}` {job.kind} **{job.state.value}** "
         f"{stamp(job.created_at)}{label}"
     )
+
+
+ANSWER_STATE = {
+    State.QUEUED: "is queued",
+    State.RUNNING: "is running",
+    State.CANCELLING: "is stopping",
+    State.SUCCEEDED: "**succeeded**",
+    State.FAILED: "**failed**",
+    State.CANCELLED: "was **cancelled**",
+    State.UNKNOWN: "ended **unknown**: it needs a look",
+}
+"""How the /summon answer words each state: the requester's first place to see it."""
+
+WHERE = {
+    "text": "Follow it in the thread on this message",
+    "news": "Follow it in the thread on this message",
+    "forum": "Follow it in its own post in this forum",
+}
+
+
+def answer(public_id: str, kind: str, state: State, channel_type: int) -> str:
+    """The public answer to /summon, kept current with the job's state."""
+    where = {0: WHERE["text"], 5: WHERE["news"], 15: WHERE["forum"]}.get(
+        channel_type, "Follow it here"
+    )
+    said = ANSWER_STATE.get(state, f"is {state.value}")
+    return f"Job `{public_id}` ({kind}) {said}. {where}, or with `/job status {public_id}`."

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import AliasChoices, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -60,6 +60,33 @@ class BotSettings(BaseSettings):
     defer_after_seconds: float = Field(default=2.0, gt=0, lt=3)
     # discord.py waits this long after the last GUILD_CREATE before it is ready.
     guild_ready_timeout: float = Field(default=2.0, ge=0)
+    # Sharding (docs/deploy.md): the total number of shards (None: as many as Discord
+    # recommends) and the shards this process runs (None: all of them). A process that runs
+    # some shards delivers only the jobs of their guilds.
+    shard_count: int | None = Field(default=None, ge=1)
+    shard_ids: list[int] | None = None
+
+    @model_validator(mode="after")
+    def _shards_fit(self) -> BotSettings:
+        if self.shard_ids is not None:
+            if self.shard_count is None:
+                raise ValueError("shard ids need a shard count (--shard-count)")
+            if not self.shard_ids or len(set(self.shard_ids)) != len(self.shard_ids):
+                raise ValueError("shard ids must be distinct and at least one")
+            bad = [i for i in self.shard_ids if not 0 <= i < self.shard_count]
+            if bad:
+                raise ValueError(
+                    f"shard ids {bad} are outside 0..{self.shard_count - 1} (--shard-count)"
+                )
+        return self
+
+    def partition(self) -> tuple[int, list[int]] | None:
+        """The outbox partition this process delivers: None for every job."""
+        if self.shard_ids is None or self.shard_count is None:
+            return None
+        if sorted(self.shard_ids) == list(range(self.shard_count)):
+            return None
+        return self.shard_count, sorted(self.shard_ids)
 
     def resolved_default_kind(self) -> str:
         """The kind /summon uses when the user names none."""

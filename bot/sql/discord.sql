@@ -67,3 +67,7 @@ RETURNING *;
 -- name: binding_release_render
 -- Give up every render lease of a process that is shutting down.
 UPDATE discord_binding SET render_owner = NULL, render_until = NULL WHERE render_owner = $1;
+
+-- name: binding_set_answer_state
+-- Record the state the /summon answer now shows.
+UPDATE discord_binding SET answer_state = $2, updated_at = now() WHERE job_id = $1;
