@@ -7,6 +7,7 @@ hash kept in the database), to ``ERRAND_DEV_GUILD`` when set (instant), else glo
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 from typing import TYPE_CHECKING, Any
@@ -75,6 +76,11 @@ class ErrandBot(discord.AutoShardedClient):
         )
         self.synced: bool | None = None
         """Whether the last start synced commands (False: the payload was unchanged)."""
+
+    async def before_identify_hook(self, shard_id: int | None, *, initial: bool = False) -> None:
+        # discord.py's own hook sleeps 5 s; this one waits the configured interval.
+        if not initial:
+            await asyncio.sleep(self.settings.identify_interval_seconds)
 
     async def setup_hook(self) -> None:
         self.add_dynamic_items(CancelButton)

@@ -157,9 +157,17 @@ class Delivery:
             task.add_done_callback(self._lookups.discard)
 
     async def _poke_by_public_id(self, public_id: str) -> None:
-        job_id = await self.pool.fetchval(sql("binding_by_public_id"), public_id)
-        if job_id is not None:
-            self.poke(job_id, public_id, progress_only=True)
+        row = await self.pool.fetchrow(sql("binding_by_public_id"), public_id)
+        if row is not None and self._owns(row["partition"]):
+            self.poke(row["job_id"], public_id, progress_only=True)
+
+    def _owns(self, partition: int) -> bool:
+        """Whether this process delivers the jobs of ``partition`` (its shards' guilds); every
+        process hears every job's progress NOTIFY."""
+        if self.outbox.partition is None:
+            return True
+        count, ids = self.outbox.partition
+        return partition % count in ids
 
     # -- actors ---------------------------------------------------------------------------
 

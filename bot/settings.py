@@ -64,6 +64,9 @@ class BotSettings(BaseSettings):
     # recommends) and the shards this process runs (None: all of them). A process that runs
     # some shards delivers only the jobs of their guilds.
     shard_count: int | None = Field(default=None, ge=1)
+    # Discord allows one IDENTIFY per 5 s per max_concurrency bucket; a process starting several
+    # shards waits this long between them (tests shorten it, with the emulator's window).
+    identify_interval_seconds: float = Field(default=5.0, ge=0)
     shard_ids: list[int] | None = None
 
     @model_validator(mode="after")

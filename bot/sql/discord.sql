@@ -45,8 +45,11 @@ ORDER BY b.job_id DESC
 LIMIT 1;
 
 -- name: binding_by_public_id
--- A job's internal id, when it has a Discord binding (progress NOTIFYs carry the public id).
-SELECT b.job_id FROM discord_binding b JOIN job j ON j.id = b.job_id WHERE j.public_id = $1;
+-- A job's internal id and delivery partition, when it has a Discord binding (progress NOTIFYs
+-- carry the public id).
+SELECT b.job_id, coalesce((j.origin ->> 'partition')::bigint, 0) AS partition
+FROM discord_binding b JOIN job j ON j.id = b.job_id
+WHERE j.public_id = $1;
 
 -- name: command_sync_get
 -- The hash of the command payload last synced to this scope.
