@@ -1,0 +1,73 @@
+"""The /summon answer is a live view of its job: edited through the interaction's token on each
+state change (not counted against the bot's global limit), and settled with the bot's token
+when the token is gone."""
+
+from __future__ import annotations
+
+from discord_emulator.testing import running_bot
+from jobs import Worker
+
+from .conftest import Errand, poll
+
+
+async def test_the_answer_follows_the_job_through_its_interaction_token(
+    errand: Errand, bot: object, worker: Worker
+) -> None:
+    handle = await errand.emu.invoke_slash(
+        errand.world.alice,
+        errand.world.channel,
+        "summon",
+        {"task": "count", "params": "steps=2 step_seconds=0.3"},
+    )
+    answer = await handle.wait_original(timeout=10)
+    assert "is queued" in answer.content
+    job_id = answer.content.split("`")[1]
+    await poll(lambda: "**succeeded**" in errand.emu.message(answer.id).content, timeout=20)
+    shown = [v.content for v in errand.emu.message(answer.id).versions]
+    assert any("is running" in c for c in shown), shown
+    assert "**succeeded**" in shown[-1]
+    edits = errand.emu.request_log(path_contains="/messages/@original")
+    assert edits, "the answer was not edited through the interaction webhook"
+    assert all(r.method == "PATCH" and r.path.startswith("/api/v10/webhooks/") for r in edits)
+    # nothing edited the answer with the bot's token
+    assert not [
+        r
+        for r in errand.emu.request_log(path_contains=f"/messages/{answer.id}")
+        if r.method == "PATCH"
+    ]
+    assert (await errand.job(job_id)).state.value == "succeeded"
+
+
+async def test_a_restarted_bot_settles_the_answer_with_its_own_token(
+    errand: Errand, worker: Worker
+) -> None:
+    first = errand.new_bot()
+    async with running_bot(errand.emu, first):
+        handle = await errand.emu.invoke_slash(
+            errand.world.alice,
+            errand.world.channel,
+            "summon",
+            {"task": "long", "params": "steps=2 step_seconds=0.5"},
+        )
+        answer = await handle.wait_original(timeout=10)
+        job_id = answer.content.split("`")[1]
+    # The bot that holds the interaction token is gone; the job ends without it.
+    await poll(lambda: _state(errand, job_id, "succeeded"), timeout=20)
+    async with running_bot(errand.emu, errand.new_bot()):
+        await poll(lambda: "**succeeded**" in errand.emu.message(answer.id).content, timeout=20)
+    bot_edits = [
+        r
+        for r in errand.emu.request_log(path_contains=f"/messages/{answer.id}")
+        if r.method == "PATCH"
+    ]
+    assert len(bot_edits) == 1  # one terminal edit with the bot's token, no more
+    binding = await errand.pool.fetchrow(
+        "SELECT b.answer_state::text AS s FROM discord_binding b JOIN job j ON j.id = b.job_id "
+        "WHERE j.public_id = $1",
+        job_id,
+    )
+    assert binding["s"] == "succeeded"
+
+
+async def _state(errand: Errand, job_id: str, state: str) -> bool:
+    return (await errand.job(job_id)).state.value == state
