@@ -270,3 +270,11 @@ def test_the_state_list_search_ignores_single_states_and_other_lists() -> None:
         "WHERE status IN ('intent', 'done') AND state = 'cancelling'"
     )
     assert literal_state_lists(sql) == []
+
+
+# -- tests -----------------------------------------------------------------------------------
+
+
+def test_test_files_are_named_by_behaviour_not_by_how_they_were_found() -> None:
+    """No ``test_review_*`` grab bags: a test lives in the file of the behaviour it checks."""
+    assert sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").rglob("test_review*.py")) == []
