@@ -206,6 +206,19 @@ def test_bot_imports_only_the_public_api_of_jobs() -> None:
     assert offenders == []
 
 
+def test_only_the_engine_runs_sql_on_the_job_tables() -> None:
+    """The engine's named queries are run from jobs/engine/ only: steps, effects, assets, the
+    timeline and metrics go through the store's modules, never through ``ctx.store.pool``."""
+    offenders = [
+        f"{imp.importer}:{imp.line}"
+        for name, path in project_modules().items()
+        if name.split(".")[0] == "jobs" and not name.startswith("jobs.engine")
+        for imp in imports_in(path, ROOT)
+        if imp.module == "jobs.engine.queries" and {"q", "queries"} & set(imp.names)
+    ]
+    assert offenders == []
+
+
 # -- job states in SQL -----------------------------------------------------------------------
 
 _STATE = "|".join(s.value for s in State)
