@@ -182,6 +182,19 @@ def test_jobs_layers_import_only_downwards() -> None:
     assert upward == []
 
 
+def test_only_the_operator_surfaces_import_prometheus() -> None:
+    """The engine and the runtime report through jobs/engine/observe.py; Prometheus is
+    jobs/ops/metrics.py's business."""
+    offenders = [
+        f"{imp.importer}:{imp.line}"
+        for name, path in project_modules().items()
+        if name.split(".")[0] == "jobs" and not name.startswith("jobs.ops")
+        for imp in imports_in(path, ROOT)
+        if imp.module.split(".")[0] == "prometheus_client"
+    ]
+    assert offenders == []
+
+
 def test_jobs_never_imports_bot_discord_or_the_emulator() -> None:
     """jobs/ is transport-agnostic: no module in it imports discord, bot or the emulator."""
     offenders = [
