@@ -16,7 +16,6 @@ from typing import Any, Protocol
 
 import asyncpg
 
-from jobs.backoff import backoff
 from jobs.engine import observe
 from jobs.engine.db import Conn
 from jobs.engine.ids import new_public_id, normalize
@@ -40,6 +39,7 @@ from jobs.engine.queries import q
 from jobs.engine.state import ACTIVE, LIVE, TERMINAL, Actor, State, allowed, sources
 from jobs.engine.transition import KEEP_REASON, transition
 from jobs.errors import IllegalTransition, NotAllowed, QuotaExceeded, StaleTransition, UnknownJob
+from jobs.retry import backoff
 from jobs.secrets import scrub
 
 S = State

@@ -152,6 +152,28 @@ def test_no_jobs_module_imports_the_jobs_root() -> None:
     assert offenders == []
 
 
+def test_every_public_name_of_jobs_is_what_it_says_even_after_every_module_is_loaded() -> None:
+    """``from jobs import backoff`` must give the function, not the module ``jobs.backoff``:
+    importing a submodule sets an attribute of that name on the package, which would hide the
+    lazily loaded export of the same name. So no export is named like a submodule of jobs."""
+    import importlib
+
+    import jobs
+
+    for name in project_modules():
+        if name.split(".")[0] == "jobs":
+            importlib.import_module(name)
+    wrong = {}
+    for public in jobs.__all__:
+        value = getattr(jobs, public)
+        module = importlib.import_module(jobs._EXPORTS[public])
+        expected = getattr(module, jobs._RENAMED.get(public, public))
+        if value is not expected:
+            wrong[public] = repr(value)[:80]
+    assert wrong == {}
+    assert sorted(jobs.__all__) == sorted(jobs._EXPORTS)
+
+
 # -- who may import whom ---------------------------------------------------------------------
 
 # Inside jobs/, a layer imports only its own and lower layers (docs/architecture.md).
