@@ -326,3 +326,43 @@ def test_the_state_list_search_ignores_single_states_and_other_lists() -> None:
 def test_test_files_are_named_by_behaviour_not_by_how_they_were_found() -> None:
     """No ``test_review_*`` grab bags: a test lives in the file of the behaviour it checks."""
     assert sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").rglob("test_review*.py")) == []
+
+
+# -- one of each mechanism -------------------------------------------------------------------
+
+ONE_PLACE = [
+    # what, the code that writes it, the one module allowed to
+    ("process name", r"socket\.gethostname\(", "jobs/engine/ids.py"),
+    ("backoff", r"\b2\s*\*\*|\*\*\s*\w*attempt|random\.uniform\(", "jobs/retry.py"),
+    ("supervise", r"(?:create_task|ensure_future)\(\s*stop\.wait\(\)", "jobs/tasks.py"),
+]
+
+
+def code_of(path: Path) -> str:
+    """A module's code without its comments and docstrings (they may quote a formula)."""
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (
+            isinstance(body, list)
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+        ):
+            body[0] = ast.Pass()
+    return ast.unparse(tree)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "home"), [pytest.param(p, h, id=what) for what, p, h in ONE_PLACE]
+)
+def test_each_shared_mechanism_is_written_once(pattern: str, home: str) -> None:
+    """One process name, one backoff formula, one task supervisor: anywhere else in jobs/ or
+    bot/ they are imported from their module, not written again."""
+    found = sorted(
+        str(p.relative_to(ROOT))
+        for package in ("jobs", "bot")
+        for p in (ROOT / package).rglob("*.py")
+        if re.search(pattern, code_of(p))
+    )
+    assert found == [home]
