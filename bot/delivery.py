@@ -24,9 +24,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import os
-import secrets
-import socket
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -51,7 +48,9 @@ from jobs import (
     Registry,
     State,
     UnknownJob,
+    backoff,
     get_logger,
+    incarnation,
 )
 
 log = get_logger("bot.delivery")
@@ -96,7 +95,7 @@ class Delivery:
         self.discord = DiscordIO(client, settings.requests_per_second)
         self.answers = Answers(store, self._record_answer)
         # This process, as the owner of render leases.
-        self.name = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+        self.name = incarnation()
         outbox.owner = self.name
         self.stats = {"edits": 0, "posts": 0, "notices": 0, "failures": 0}
 
@@ -224,7 +223,7 @@ class Delivery:
                     )
                     if errors >= 5:
                         return
-                    await asyncio.sleep(min(10.0, 0.5 * 2**errors))
+                    await asyncio.sleep(backoff(errors + 1, base=0.5, cap=10.0, jitter=False))
                     event.set()
                     continue
                 if finished:

@@ -62,8 +62,8 @@ _EXPORTS: dict[str, str] = {
     "open_engine": "jobs.ops.app",
     "stop_on_signals": "jobs.ops.app",
     "Worker": "jobs.runtime.worker",
-    "backoff": "jobs.backoff",
-    "supervise": "jobs.supervise",
+    "backoff": "jobs.retry",
+    "supervise": "jobs.tasks",
     "load_settings": "jobs.ops.cli",
     # the engine's CLI, for an entry point that composes it with its own commands
     "cli_app": "jobs.ops.cli",
@@ -148,7 +148,6 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from jobs.backoff import backoff
     from jobs.engine.ids import PATTERN as ID_PATTERN
     from jobs.engine.ids import incarnation
     from jobs.engine.ids import normalize as normalize_id
@@ -180,8 +179,9 @@ if TYPE_CHECKING:
     from jobs.ops.cli import fail as cli_fail
     from jobs.ops.cli import load_settings
     from jobs.ops.cli import run as run_cli
+    from jobs.retry import backoff
     from jobs.runtime.budget import Budget, Meter, Usage
     from jobs.runtime.context import Context
     from jobs.runtime.registry import Kind, Registry, kind
     from jobs.runtime.worker import Worker
-    from jobs.supervise import supervise
+    from jobs.tasks import supervise

@@ -27,8 +27,8 @@ from typing import Any
 
 import asyncpg
 
-from jobs.backoff import backoff
 from jobs.engine.queries import q
+from jobs.retry import backoff
 
 OUTBOX_CHANNEL = "errand_outbox"
 """NOTIFY channel: a transition wrote an outbox row."""
@@ -74,7 +74,7 @@ class DueJob:
 
 
 def retry_delay(attempt: int, *, base: float, cap: float = 600.0) -> float:
-    """Seconds before delivery attempt ``attempt + 1``: :func:`jobs.backoff.backoff` with a floor
+    """Seconds before delivery attempt ``attempt + 1``: :func:`jobs.retry.backoff` with a floor
     of half the base, so a retry never comes at once."""
     return backoff(attempt, base=base, cap=cap, floor=base / 2)
 

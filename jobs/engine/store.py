@@ -16,7 +16,6 @@ from typing import Any, Protocol
 
 import asyncpg
 
-from jobs.backoff import backoff
 from jobs.engine import observe
 from jobs.engine.db import Conn
 from jobs.engine.ids import new_public_id, normalize
@@ -40,10 +39,11 @@ from jobs.engine.queries import q
 from jobs.engine.state import ACTIVE, LIVE, TERMINAL, Actor, State, allowed, sources
 from jobs.engine.transition import KEEP_REASON, transition
 from jobs.errors import IllegalTransition, NotAllowed, QuotaExceeded, StaleTransition, UnknownJob
+from jobs.retry import backoff
 from jobs.secrets import scrub
 
 S = State
-O = AttemptOutcome  # noqa: E741  (the race policy below reads better with a short name)
+Out = AttemptOutcome  # short: the race policy below reads as a table
 
 # What counts against a quota: every job not yet terminal (unknown ones too, until resolved).
 _ACTIVE = sorted(s.value for s in ACTIVE)
@@ -53,23 +53,23 @@ COMPLETED_DESPITE_CANCEL = "completed despite cancel request"
 
 # The race policy, as moves (see docs/state-machine.md).
 SUCCEED = [
-    Move(S.RUNNING, S.SUCCEEDED, outcome=O.SUCCEEDED),
-    Move(S.CANCELLING, S.SUCCEEDED, COMPLETED_DESPITE_CANCEL, outcome=O.SUCCEEDED),
+    Move(S.RUNNING, S.SUCCEEDED, outcome=Out.SUCCEEDED),
+    Move(S.CANCELLING, S.SUCCEEDED, COMPLETED_DESPITE_CANCEL, outcome=Out.SUCCEEDED),
 ]
 FAIL = [
-    Move(S.RUNNING, S.FAILED, outcome=O.FAILED),
-    Move(S.CANCELLING, S.CANCELLED, KEEP_REASON, outcome=O.CANCELLED),  # no retry once cancelling
+    Move(S.RUNNING, S.FAILED, outcome=Out.FAILED),
+    Move(S.CANCELLING, S.CANCELLED, KEEP_REASON, outcome=Out.CANCELLED),  # no retry once cancelling
 ]
 RETRY = [
-    Move(S.RUNNING, S.QUEUED, outcome=O.RETRY),
-    Move(S.CANCELLING, S.CANCELLED, KEEP_REASON, outcome=O.CANCELLED),
+    Move(S.RUNNING, S.QUEUED, outcome=Out.RETRY),
+    Move(S.CANCELLING, S.CANCELLED, KEEP_REASON, outcome=Out.CANCELLED),
 ]
 RELEASE = [
-    Move(S.RUNNING, S.QUEUED, "released by worker shutdown", outcome=O.RELEASED),
-    Move(S.CANCELLING, S.CANCELLED, KEEP_REASON, outcome=O.CANCELLED),
+    Move(S.RUNNING, S.QUEUED, "released by worker shutdown", outcome=Out.RELEASED),
+    Move(S.CANCELLING, S.CANCELLED, KEEP_REASON, outcome=Out.CANCELLED),
 ]
-ACK_CANCEL = [Move(S.CANCELLING, S.CANCELLED, KEEP_REASON, outcome=O.CANCELLED)]
-MARK_UNKNOWN = [Move(S.RUNNING, S.UNKNOWN, outcome=O.UNKNOWN)]
+ACK_CANCEL = [Move(S.CANCELLING, S.CANCELLED, KEEP_REASON, outcome=Out.CANCELLED)]
+MARK_UNKNOWN = [Move(S.RUNNING, S.UNKNOWN, outcome=Out.UNKNOWN)]
 
 
 @dataclass(frozen=True)
@@ -95,12 +95,12 @@ class Finish:
 
 
 _FINISH_MOVES: Mapping[AttemptOutcome, tuple[list[Move], State]] = {
-    O.SUCCEEDED: (SUCCEED, S.SUCCEEDED),
-    O.FAILED: (FAIL, S.FAILED),
-    O.RETRY: (RETRY, S.QUEUED),
-    O.CANCELLED: (ACK_CANCEL, S.CANCELLED),
-    O.RELEASED: (RELEASE, S.QUEUED),
-    O.UNKNOWN: (MARK_UNKNOWN, S.UNKNOWN),
+    Out.SUCCEEDED: (SUCCEED, S.SUCCEEDED),
+    Out.FAILED: (FAIL, S.FAILED),
+    Out.RETRY: (RETRY, S.QUEUED),
+    Out.CANCELLED: (ACK_CANCEL, S.CANCELLED),
+    Out.RELEASED: (RELEASE, S.QUEUED),
+    Out.UNKNOWN: (MARK_UNKNOWN, S.UNKNOWN),
 }
 
 _RESOLVE_TARGETS: Mapping[ResolveAs, State] = {
@@ -300,8 +300,8 @@ class JobStore:
         if force:
             moves = [
                 Move(S.QUEUED, S.CANCELLED, text),
-                Move(S.RUNNING, S.CANCELLED, f"{text} (forced)", outcome=O.REVOKED),
-                Move(S.CANCELLING, S.CANCELLED, f"{text} (forced)", outcome=O.REVOKED),
+                Move(S.RUNNING, S.CANCELLED, f"{text} (forced)", outcome=Out.REVOKED),
+                Move(S.CANCELLING, S.CANCELLED, f"{text} (forced)", outcome=Out.REVOKED),
                 Move(S.UNKNOWN, S.CANCELLED, text),
             ]
         else:
@@ -503,7 +503,7 @@ class JobStore:
                 row = Row(r["id"], attempt_id=r["attempt_id"])
                 if r["state"] == S.CANCELLING:
                     reason = "timed_out" if r["cancel_reason"] == "timed_out" else "forced"
-                    moves = [Move(S.CANCELLING, S.CANCELLED, reason, outcome=O.ABANDONED)]
+                    moves = [Move(S.CANCELLING, S.CANCELLED, reason, outcome=Out.ABANDONED)]
                     key = "cancel_forced"
                 elif r["blind_effect_in_flight"]:
                     moves = [
@@ -511,7 +511,7 @@ class JobStore:
                             S.RUNNING,
                             S.UNKNOWN,
                             "worker lost while a side effect was in flight",
-                            outcome=O.ABANDONED,
+                            outcome=Out.ABANDONED,
                         )
                     ]
                     key = "unknown"
@@ -521,7 +521,7 @@ class JobStore:
                         r["id"], attempt_id=r["attempt_id"], run_at=now + timedelta(seconds=delay)
                     )
                     moves = [
-                        Move(S.RUNNING, S.QUEUED, "lease expired; retrying", outcome=O.ABANDONED)
+                        Move(S.RUNNING, S.QUEUED, "lease expired; retrying", outcome=Out.ABANDONED)
                     ]
                     key = "retried"
                 else:
@@ -530,7 +530,7 @@ class JobStore:
                             S.RUNNING,
                             S.FAILED,
                             "lease expired; no attempts left",
-                            outcome=O.ABANDONED,
+                            outcome=Out.ABANDONED,
                         )
                     ]
                     key = "failed"
@@ -553,7 +553,7 @@ class JobStore:
                     await transition(
                         conn,
                         actor=Actor.SYSTEM,
-                        moves=[Move(S.CANCELLING, S.CANCELLED, reason, outcome=O.REVOKED)],
+                        moves=[Move(S.CANCELLING, S.CANCELLED, reason, outcome=Out.REVOKED)],
                         rows=[Row(r["id"], attempt_id=r["attempt_id"])],
                         fence="attempt",
                         nominal=S.CANCELLED,

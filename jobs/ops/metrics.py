@@ -159,14 +159,14 @@ class EngineMetrics(observe.Observer):
                 )
 
     def cancel_answered(self, answer: CancelOutcome) -> None:
-        CANCELS.labels(answer.outcome.value).inc()
+        CANCELS.labels(str(answer.outcome)).inc()
 
     def attempt_started(self, kind: str) -> None:
         ATTEMPTS_RUNNING.labels(kind).inc()
 
     def attempt_ended(self, kind: str, outcome: AttemptOutcome | None, seconds: float) -> None:
         ATTEMPTS_RUNNING.labels(kind).dec()
-        JOB_DURATION.labels(kind, outcome.value if outcome else "lost").observe(seconds)
+        JOB_DURATION.labels(kind, str(outcome) if outcome else "lost").observe(seconds)
 
 
 ENGINE_METRICS = EngineMetrics()

@@ -21,10 +21,10 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from jobs.backoff import backoff
 from jobs.engine.model import AttemptOutcome, Claim
 from jobs.engine.store import Finish, redact_error
 from jobs.errors import BudgetExceeded, EffectInDoubt, JobCancelled, JobFailed, LeaseLost
+from jobs.retry import backoff
 from jobs.runtime.attempt import StopReason
 from jobs.runtime.context import Context
 from jobs.runtime.registry import Kind

@@ -18,20 +18,20 @@ from typing import Any
 import asyncpg
 import structlog
 
-from jobs.backoff import backoff
 from jobs.engine import observe
 from jobs.engine.db import UNAVAILABLE, connect
 from jobs.engine.ids import incarnation
 from jobs.engine.model import AttemptOutcome, Claim
 from jobs.engine.store import Finish, JobStore
 from jobs.logs import get_logger
+from jobs.retry import backoff
 from jobs.runtime.attempt import StopReason
 from jobs.runtime.budget import Budget
 from jobs.runtime.context import Context
 from jobs.runtime.execute import execute
 from jobs.runtime.registry import Registry
 from jobs.settings import BudgetSettings, WorkerSettings, default_data_dir
-from jobs.supervise import supervise
+from jobs.tasks import supervise
 
 log = get_logger("worker")
 

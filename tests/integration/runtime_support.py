@@ -1,4 +1,5 @@
-"""Helpers of the runtime tests: an in-process worker with fast timings, waiting for states."""
+"""Helpers of the runtime tests: an in-process worker with fast timings, waiting for states,
+kinds made of a bare handler, and an attempt claimed by hand."""
 
 from __future__ import annotations
 
@@ -9,10 +10,13 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 from jobs.engine.model import JobView
 from jobs.engine.store import JobStore
 from jobs.runtime.budget import Budget
-from jobs.runtime.registry import Registry
+from jobs.runtime.context import Context
+from jobs.runtime.registry import Kind, Registry
 from jobs.runtime.worker import Worker
 from jobs.settings import WorkerSettings
 
@@ -72,3 +76,33 @@ async def wait_until(predicate: Any, within: float = 10.0) -> None:
         if time.monotonic() > end:
             raise AssertionError("condition not reached in time")
         await asyncio.sleep(0.05)
+
+
+class NoParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def registry_of(**handlers: Any) -> Registry:
+    """A registry of one kind per handler, named by its keyword, without parameters."""
+    reg = Registry()
+    for name, handler in handlers.items():
+        reg.add(Kind(name=name, handler=handler, params=NoParams, description=name))
+    return reg
+
+
+async def noop(ctx: Context, params: NoParams) -> dict[str, Any]:
+    return {"ok": True}
+
+
+async def claim_context(store: JobStore, worker: str, assets: Path) -> Context:
+    """Claim one job as ``worker`` and the context its handler would get (no worker runs it)."""
+    [claim] = await store.claim(worker, limit=1, lease_seconds=30)
+    return Context(
+        store=store,
+        job_id=claim.job_id,
+        public_id=claim.public_id,
+        attempt_id=claim.attempt_id,
+        attempt=claim.attempt,
+        kind=claim.kind,
+        assets_dir=assets,
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from jobs.engine.store import JobStore
 from jobs.logs import configure
 from jobs.runtime.context import Context
 from jobs.runtime.registry import Kind, Registry
+from jobs.secrets import scrub
 from tests.integration.runtime_support import running_worker, wait_for
 
 
@@ -49,3 +51,13 @@ async def test_handler_logs_carry_job_and_attempt_ids_and_no_secrets(
     assert said["job_id"] == job.public_id
     assert said["attempt_id"] == attempt_id
     assert said["token"] == "**********"
+
+
+def test_scrub_is_linear_on_a_long_word_and_redacts_a_password_without_user() -> None:
+    """scrub runs on the event loop for every output line: 100 kB of one word takes no time;
+    ``redis://:pw@host`` loses its password too."""
+    started = time.perf_counter()
+    assert scrub("x" * 100_000) == "x" * 100_000
+    assert time.perf_counter() - started < 0.5
+    assert scrub("redis://:pw@cache:6379/0") == "redis://:***@cache:6379/0"
+    assert scrub("postgresql://errand:s3cret@db/x") == "postgresql://errand:***@db/x"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import pytest
@@ -12,10 +13,19 @@ import pytest
 import tests.kinds_for_tests  # noqa: F401  (registers the test kinds)
 from jobs.engine.state import Actor
 from jobs.engine.store import JobStore, Quotas
-from jobs.errors import InvalidParams, QuotaExceeded
+from jobs.errors import InvalidParams, LeaseLost, QuotaExceeded
+from jobs.runtime.asset import INLINE_LIMIT, read_asset
 from jobs.runtime.budget import Budget
-from jobs.runtime.registry import Registry
-from tests.integration.runtime_support import running_worker, wait_for
+from jobs.runtime.context import Context
+from jobs.runtime.registry import Kind, Registry
+from tests.integration.runtime_support import (
+    NoParams,
+    claim_context,
+    noop,
+    registry_of,
+    running_worker,
+    wait_for,
+)
 
 
 async def test_demo_runs_its_steps_to_succeeded_with_progress_and_usage(
@@ -264,3 +274,96 @@ async def test_one_thousand_concurrent_demo_jobs_in_one_worker(
     assert (
         await pool.fetchval("SELECT count(*) FROM step WHERE job_id = ANY($1)", list(ids)) == 2000
     )
+
+
+async def test_unstorable_result_fails_its_job_without_losing_other_outcomes(
+    pool: asyncpg.Pool, db_dsn: str, tmp_path: Path
+) -> None:
+    """A result PostgreSQL cannot store (a NUL in text) fails that job; the worker lives on."""
+
+    async def nul(ctx: Context, params: NoParams) -> dict[str, Any]:
+        return {"tail": "a\x00b"}
+
+    reg = registry_of(nul=nul, noop=noop)
+    store = JobStore(pool, reg)
+    bad, _ = await store.submit("nul", {}, requester="t")
+    good, _ = await store.submit("noop", {}, requester="t")
+    async with running_worker(store, reg, db_dsn, tmp_path):
+        assert (await wait_for(store, bad.public_id, {"succeeded", "failed"})).state == "failed"
+        assert (await wait_for(store, good.public_id, {"succeeded"})).state == "succeeded"
+        later, _ = await store.submit("noop", {}, requester="t")
+        assert (await wait_for(store, later.public_id, {"succeeded"})).state == "succeeded"
+
+
+async def _two_steps_at_once(ctx: Context, params: NoParams) -> dict[str, Any]:
+    async def one(name: str) -> None:
+        async with ctx.step(name) as meter:
+            await asyncio.sleep(0.05)
+            meter.tokens(total=80)
+            await asyncio.sleep(0.05)
+
+    await asyncio.gather(one("a"), one("b"))
+    return {"usage": ctx.usage.to_json() if ctx.usage else None}
+
+
+@pytest.mark.parametrize(
+    ("budget", "bound"),
+    [(Budget(job_steps=1), "steps per job"), (Budget(job_tokens=100), "tokens per job")],
+)
+async def test_concurrent_steps_cannot_escape_a_job_bound(
+    pool: asyncpg.Pool, db_dsn: str, tmp_path: Path, budget: Budget, bound: str
+) -> None:
+    """Two steps run with asyncio.gather share the job's bounds: 2 steps > 1, 160 tokens > 100."""
+    reg = registry_of(pair=_two_steps_at_once)
+    store = JobStore(pool, reg)
+    job, _ = await store.submit("pair", {}, requester="t")
+    async with running_worker(store, reg, db_dsn, tmp_path, budget=budget):
+        done = await wait_for(store, job.public_id, {"succeeded", "failed"})
+    assert (done.state, bound in (done.reason or "")) == ("failed", True)
+
+
+async def test_stale_attempt_cannot_overwrite_or_remove_a_large_asset_of_the_current_one(
+    pool: asyncpg.Pool, tmp_path: Path
+) -> None:
+    """A large asset written by an attempt that lost its lease leaves the current file alone."""
+    reg = Registry()
+    reg.add(
+        Kind(
+            name="retry",
+            handler=noop,
+            params=NoParams,
+            description="retry",
+            retry_safe=True,
+            max_attempts=3,
+        )
+    )
+    store = JobStore(pool, reg)
+    await store.submit("retry", {}, requester="t")
+    stale = await claim_context(store, "w1", tmp_path)
+    await pool.execute("UPDATE attempt SET lease_expires_at = now() - interval '1 s'")
+    await store.reap(cancel_grace_seconds=60, retry_base=0, retry_cap=0)
+    current = await claim_context(store, "w2", tmp_path)
+    assert stale.job_id == current.job_id
+    fresh = b"B" * (INLINE_LIMIT + 1)
+    await current.asset("command.log", fresh)
+    with pytest.raises(LeaseLost):
+        await stale.asset("command.log", b"A" * (INLINE_LIMIT + 1))
+    assert fresh == await read_asset(pool, current.job_id, "command.log")
+
+
+async def test_same_effect_key_awaited_twice_at_once_runs_once(
+    pool: asyncpg.Pool, tmp_path: Path
+) -> None:
+    """ctx.effect is at most once per job and key, also for two calls running concurrently."""
+    store = JobStore(pool, registry_of(noop=noop))
+    await store.submit("noop", {}, requester="t")
+    ctx = await claim_context(store, "w1", tmp_path)
+    calls: list[int] = []
+
+    async def do() -> dict[str, int]:
+        calls.append(1)
+        await asyncio.sleep(0.1)
+        return {"n": len(calls)}
+
+    outcomes = await asyncio.gather(ctx.effect("charge", do), ctx.effect("charge", do))
+    assert (len(calls), outcomes) == (1, [{"n": 1}, {"n": 1}])

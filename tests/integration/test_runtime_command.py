@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -12,9 +13,17 @@ import pytest
 from jobs.engine.state import Actor
 from jobs.engine.store import JobStore
 from jobs.errors import InvalidParams
+from jobs.kinds.command import CommandSpec, run_command
 from jobs.runtime.asset import read_asset
 from jobs.runtime.registry import Registry
-from tests.integration.runtime_support import running_worker, wait_for, wait_until
+from tests.integration.runtime_support import (
+    claim_context,
+    noop,
+    registry_of,
+    running_worker,
+    wait_for,
+    wait_until,
+)
 
 CATALOG = """
 [commands.greet]
@@ -175,3 +184,71 @@ async def test_cancel_during_a_command_kills_its_whole_process_group(
     log_pid = int(log.split(b"\n", 1)[0])
     assert group_members(log_pid) == []
     assert took < 3.0
+
+
+async def test_command_output_with_a_nul_byte_does_not_break_the_command(
+    pool: asyncpg.Pool, tmp_path: Path
+) -> None:
+    """A NUL byte in a command's output (progress note, tail) is not a failure of the command."""
+    store = JobStore(pool, registry_of(noop=noop))
+    await store.submit("noop", {}, requester="t")
+    ctx = await claim_context(store, "w1", tmp_path)
+    spec = CommandSpec(name="nul", argv=["printf", "a\\000b\\n"])
+    result = await run_command(ctx, spec, {}, log_asset="command.log", progress=True)
+    await ctx.flush()
+    assert (result["exit_code"], result["tail"]) == (0, ["a\ufffdb"])
+
+
+def test_negative_number_cannot_pass_as_an_option() -> None:
+    """A number parameter starting with '-' is refused like text, unless allow_dash is set."""
+    spec = CommandSpec.model_validate(
+        {"name": "head", "argv": ["head", "{n}"], "params": {"n": {"type": "integer"}}}
+    )
+    with pytest.raises(ValueError, match="must not start with '-'"):
+        spec.argv_for({"n": -5})
+    spec = CommandSpec.model_validate(
+        {
+            "name": "head",
+            "argv": ["head", "-n", "{n}"],
+            "params": {"n": {"type": "integer", "allow_dash": True}},
+        }
+    )
+    assert spec.argv_for({"n": -5}) == ["head", "-n", "-5"]
+
+
+async def test_command_output_line_longer_than_the_stream_limit_is_not_a_failure(
+    pool: asyncpg.Pool, tmp_path: Path
+) -> None:
+    """A 100 kB line without a break (minified JSON) is output like any other, not an error."""
+    store = JobStore(pool, registry_of(noop=noop))
+    await store.submit("noop", {}, requester="t")
+    ctx = await claim_context(store, "w1", tmp_path)
+    spec = CommandSpec(name="wide", argv=[sys.executable, "-c", "print('x' * 100_000)"])
+    result = await run_command(ctx, spec, {}, log_asset="command.log", progress=True)
+    await ctx.flush()
+    log = await read_asset(pool, ctx.job_id, "command.log")
+    assert (result["exit_code"], result["lines"], len(log)) == (0, 1, 100_001)
+
+
+async def test_command_that_ran_is_not_run_again_when_its_log_cannot_be_stored(
+    store: JobStore,
+    registry: Registry,
+    db_dsn: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A non-retry-safe command runs as a guarded effect: once it ran, failing to keep its log
+    (a full disk, an unwritable assets dir) must not mark the effect failed and run it again."""
+    ledger = tmp_path / "ledger"
+    catalog = tmp_path / "commands.toml"
+    catalog.write_text(
+        "[commands.charge]\n"
+        f'argv = ["sh", "-c", "echo charged >> {ledger}; head -c 300000 /dev/zero"]\n'
+    )
+    monkeypatch.setenv("ERRAND_COMMAND_CATALOG", str(catalog))
+    not_a_dir = tmp_path / "assets"
+    not_a_dir.write_text("a file where the assets directory should be")
+    job, _ = await store.submit("command", {"name": "charge"}, requester="t")
+    async with running_worker(store, registry, db_dsn, not_a_dir, retry_base_seconds=0):
+        done = await wait_for(store, job.public_id, {"succeeded", "failed", "unknown"})
+    assert (done.state, ledger.read_text()) == ("succeeded", "charged\n")

@@ -13,6 +13,7 @@ from jobs.engine.state import Actor, State
 from jobs.engine.store import COMPLETED_DESPITE_CANCEL, Finish, JobStore
 from jobs.errors import IllegalTransition, InvalidParams, NotAllowed, StaleTransition, UnknownKind
 from tests.integration.helpers import events, expire_lease, moves, state
+from tests.integration.runtime_support import noop, registry_of
 
 ORIGIN = {"transport": "test", "channel": "1"}
 
@@ -381,3 +382,29 @@ async def test_errors_are_stored_redacted(store: JobStore, pool: asyncpg.Pool) -
     )
     stored = await pool.fetchval("SELECT error::text FROM job WHERE id = $1", claim.job_id)
     assert "hunter2" not in stored
+
+
+async def test_batched_finish_locks_its_jobs_in_id_order(pool: asyncpg.Pool) -> None:
+    """A finish batch with outcomes of several kinds never deadlocks with a writer that locks
+    the same jobs in id order (as every transition does)."""
+    store = JobStore(pool, registry_of(noop=noop))
+    for _ in range(2):
+        await store.submit("noop", {}, requester="t")
+    low, high = sorted(await store.claim("w1", limit=2, lease_seconds=30), key=lambda c: c.job_id)
+    async with pool.acquire() as other:
+        tx = other.transaction()
+        await tx.start()
+        await other.execute("SELECT 1 FROM job WHERE id = $1 FOR UPDATE", low.job_id)
+        batch = asyncio.ensure_future(
+            store.finish(
+                [
+                    Finish(high.job_id, high.attempt_id, "succeeded", result={}),
+                    Finish(low.job_id, low.attempt_id, "failed", reason="x"),
+                ]
+            )
+        )
+        await asyncio.sleep(0.3)  # the batch now waits for the low job
+        await other.execute("SELECT 1 FROM job WHERE id = $1 FOR UPDATE", high.job_id)
+        await tx.commit()
+        moved = await asyncio.wait_for(batch, 10)
+    assert sorted(m.target for m in moved if m.target) == ["failed", "succeeded"]

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 
 from jobs.engine.store import JobStore
 from jobs.runtime.budget import Budget
+from jobs.runtime.context import Context
 from jobs.runtime.registry import Registry
 from jobs.runtime.worker import Worker
 from jobs.settings import WorkerSettings
+from tests.integration.runtime_support import NoParams, registry_of, running_worker, wait_for
 
 
 async def test_a_cancel_notify_arriving_before_the_attempt_is_registered_is_not_lost(
@@ -82,3 +85,21 @@ async def test_a_refused_outcome_costs_only_itself_and_the_worker_goes_on(
         assert after == before
     finally:
         flush.cancel()
+
+
+async def test_attempt_that_ends_without_a_recorded_end_does_not_keep_its_lease(
+    pool: asyncpg.Pool, db_dsn: str, tmp_path: Path
+) -> None:
+    """A handler cancelled from inside (no stop asked) must not leave a lease renewed forever."""
+
+    async def self_cancel(ctx: Context, params: NoParams) -> dict[str, Any]:
+        raise asyncio.CancelledError
+
+    reg = registry_of(self_cancel=self_cancel)
+    store = JobStore(pool, reg)
+    job, _ = await store.submit("self_cancel", {}, requester="t")
+    async with running_worker(store, reg, db_dsn, tmp_path, lease_seconds=1.0):
+        done = await wait_for(
+            store, job.public_id, {"succeeded", "failed", "cancelled", "unknown"}, within=10
+        )
+    assert (done.state, done.reason) == ("failed", "lease expired; no attempts left")

@@ -96,3 +96,47 @@ def test_the_metric_table_lists_exactly_what_errand_exports() -> None:
         )
     )
     assert documented == exported
+
+
+# -- docs/architecture.md --------------------------------------------------------------------
+
+_PATH = re.compile(r"^(?:jobs|bot|discord_emulator|migrations|tests|docs)(?:/[A-Za-z0-9_.*-]+)*/?$")
+_DOTTED = re.compile(r"^(?:jobs|bot|discord_emulator)(?:\.[a-z_][a-z0-9_]*)+$")
+
+
+def named_paths(markdown: str) -> list[str]:
+    """Every file, folder or module the document names in a code span: ``jobs/engine/store.py``,
+    ``jobs/engine/sql/*.sql``, ``tests/e2e/`` or ``jobs.engine.store``."""
+    spans = re.findall(r"`([^`\n]+)`", markdown)
+    return [s for s in spans if ("/" in s and _PATH.match(s)) or _DOTTED.match(s)]
+
+
+def missing(name: str) -> str | None:
+    """None when the named path or module exists in the repository, else the name."""
+    if _DOTTED.match(name):
+        base = ROOT / name.replace(".", "/")
+        found = base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
+        return None if found else name
+    if "NNNN" in name:  # a placeholder for a new file: its folder must exist
+        return None if (ROOT / name).parent.is_dir() else name
+    if "*" in name:
+        return None if list(ROOT.glob(name)) else name
+    return None if (ROOT / name).exists() else name
+
+
+def test_every_module_the_architecture_doc_names_exists() -> None:
+    """docs/architecture.md names no file, folder or module that is not there (it is the map
+    a newcomer trusts)."""
+    names = named_paths((ROOT / "docs/architecture.md").read_text())
+    assert len(names) >= 40  # the extraction works
+    assert {"jobs/engine/store.py", "bot/commands.py", "jobs/engine/sql/*.sql"} <= set(names)
+    assert sorted({m for n in names if (m := missing(n))}) == []
+
+
+def test_the_path_check_catches_a_module_that_does_not_exist() -> None:
+    doc = "see `jobs/engine/nothing.py`, `jobs.runtime.gone`, `bot/sql/*.nosql`, `jobs/ops/`"
+    assert sorted(m for n in named_paths(doc) if (m := missing(n))) == [
+        "bot/sql/*.nosql",
+        "jobs.runtime.gone",
+        "jobs/engine/nothing.py",
+    ]

@@ -138,6 +138,28 @@ def test_no_jobs_module_imports_the_jobs_root() -> None:
     assert offenders == []
 
 
+def test_every_public_name_of_jobs_is_what_it_says_even_after_every_module_is_loaded() -> None:
+    """``from jobs import backoff`` must give the function, not the module ``jobs.backoff``:
+    importing a submodule sets an attribute of that name on the package, which would hide the
+    lazily loaded export of the same name. So no export is named like a submodule of jobs."""
+    import importlib
+
+    import jobs
+
+    for name in project_modules():
+        if name.split(".")[0] == "jobs":
+            importlib.import_module(name)
+    wrong = {}
+    for public in jobs.__all__:
+        value = getattr(jobs, public)
+        module = importlib.import_module(jobs._EXPORTS[public])
+        expected = getattr(module, jobs._RENAMED.get(public, public))
+        if value is not expected:
+            wrong[public] = repr(value)[:80]
+    assert wrong == {}
+    assert sorted(jobs.__all__) == sorted(jobs._EXPORTS)
+
+
 # -- who may import whom ---------------------------------------------------------------------
 
 # Inside jobs/, a layer imports only its own and lower layers (docs/architecture.md).
@@ -168,6 +190,19 @@ def test_jobs_layers_import_only_downwards() -> None:
     assert upward == []
 
 
+def test_only_the_operator_surfaces_import_prometheus() -> None:
+    """The engine and the runtime report through jobs/engine/observe.py; Prometheus is
+    jobs/ops/metrics.py's business."""
+    offenders = [
+        f"{imp.importer}:{imp.line}"
+        for name, path in project_modules().items()
+        if name.split(".")[0] == "jobs" and not name.startswith("jobs.ops")
+        for imp in imports_in(path, ROOT)
+        if imp.module.split(".")[0] == "prometheus_client"
+    ]
+    assert offenders == []
+
+
 def test_jobs_never_imports_bot_discord_or_the_emulator() -> None:
     """jobs/ is transport-agnostic: no module in it imports discord, bot or the emulator."""
     offenders = [
@@ -188,6 +223,19 @@ def test_bot_imports_only_the_public_api_of_jobs() -> None:
         if name.split(".")[0] == "bot"
         for imp in imports_in(path, ROOT)
         if imp.module.startswith("jobs.") or (imp.module == "jobs" and not imp.names)
+    ]
+    assert offenders == []
+
+
+def test_only_the_engine_runs_sql_on_the_job_tables() -> None:
+    """The engine's named queries are run from jobs/engine/ only: steps, effects, assets, the
+    timeline and metrics go through the store's modules, never through ``ctx.store.pool``."""
+    offenders = [
+        f"{imp.importer}:{imp.line}"
+        for name, path in project_modules().items()
+        if name.split(".")[0] == "jobs" and not name.startswith("jobs.engine")
+        for imp in imports_in(path, ROOT)
+        if imp.module == "jobs.engine.queries" and {"q", "queries"} & set(imp.names)
     ]
     assert offenders == []
 
@@ -256,3 +304,51 @@ def test_the_state_list_search_ignores_single_states_and_other_lists() -> None:
         "WHERE status IN ('intent', 'done') AND state = 'cancelling'"
     )
     assert literal_state_lists(sql) == []
+
+
+# -- tests -----------------------------------------------------------------------------------
+
+
+def test_test_files_are_named_by_behaviour_not_by_how_they_were_found() -> None:
+    """No ``test_review_*`` grab bags: a test lives in the file of the behaviour it checks."""
+    assert sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").rglob("test_review*.py")) == []
+
+
+# -- one of each mechanism -------------------------------------------------------------------
+
+ONE_PLACE = [
+    # what, the code that writes it, the one module allowed to
+    ("process name", r"socket\.gethostname\(", "jobs/engine/ids.py"),
+    ("backoff", r"\b2\s*\*\*|\*\*\s*\w*attempt|random\.uniform\(", "jobs/retry.py"),
+    ("supervise", r"(?:create_task|ensure_future)\(\s*stop\.wait\(\)", "jobs/tasks.py"),
+]
+
+
+def code_of(path: Path) -> str:
+    """A module's code without its comments and docstrings (they may quote a formula)."""
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (
+            isinstance(body, list)
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+        ):
+            body[0] = ast.Pass()
+    return ast.unparse(tree)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "home"), [pytest.param(p, h, id=what) for what, p, h in ONE_PLACE]
+)
+def test_each_shared_mechanism_is_written_once(pattern: str, home: str) -> None:
+    """One process name, one backoff formula, one task supervisor: anywhere else in jobs/ or
+    bot/ they are imported from their module, not written again."""
+    found = sorted(
+        str(p.relative_to(ROOT))
+        for package in ("jobs", "bot")
+        for p in (ROOT / package).rglob("*.py")
+        if re.search(pattern, code_of(p))
+    )
+    assert found == [home]

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jobs.backoff import backoff
 from jobs.engine.outbox import retry_delay
 from jobs.engine.queries import load_named, queries
 from jobs.ops.inspect import parse_duration
+from jobs.retry import backoff
 from jobs.runtime.budget import BOUND_NAMES, Budget
 
 # -- parse_duration --------------------------------------------------------------------------

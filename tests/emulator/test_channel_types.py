@@ -1,4 +1,5 @@
-"""Review findings on the emulator's fidelity: each test is a rule that differed from Discord."""
+"""Which channel types take messages, as on Discord: a voice channel's text chat does, a category
+does not."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Review findings on the bot: each test is a defect that was reproduced, then fixed."""
+"""Discord's 3-second interaction deadline: a command stalled by the database (a row lock) is
+still acknowledged in time, then answered once the work is done."""
 
 from __future__ import annotations
 
