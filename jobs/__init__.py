@@ -147,8 +147,14 @@ def __dir__() -> list[str]:
     return __all__
 
 
+# ``backoff`` and ``supervise`` are also the names of the modules that define them, and the
+# first import of a submodule sets it as an attribute of this package: ``from jobs import
+# supervise`` would then find the module and never reach __getattr__. Bound here they always
+# mean the functions (both modules are a few lines and import nothing of ours).
+from jobs.backoff import backoff  # noqa: E402
+from jobs.supervise import supervise  # noqa: E402
+
 if TYPE_CHECKING:
-    from jobs.backoff import backoff
     from jobs.engine.ids import PATTERN as ID_PATTERN
     from jobs.engine.ids import incarnation
     from jobs.engine.ids import normalize as normalize_id
@@ -184,4 +190,3 @@ if TYPE_CHECKING:
     from jobs.runtime.context import Context
     from jobs.runtime.registry import Kind, Registry, kind
     from jobs.runtime.worker import Worker
-    from jobs.supervise import supervise
