@@ -50,6 +50,7 @@ from jobs import (
     Registry,
     State,
     UnknownJob,
+    backoff,
     get_logger,
 )
 
@@ -200,7 +201,7 @@ class Delivery:
                     )
                     if errors >= 5:
                         return
-                    await asyncio.sleep(min(10.0, 0.5 * 2**errors))
+                    await asyncio.sleep(backoff(errors, base=1.0, cap=10.0, jitter=False))
                     event.set()
                     continue
                 if finished:

@@ -17,7 +17,7 @@ import yarl
 
 from bot.client import ErrandBot
 from bot.settings import BotSettings
-from jobs import Engine, Settings, Worker, get_logger, open_engine, stop_on_signals
+from jobs import Engine, Settings, Worker, get_logger, open_engine, stop_on_signals, supervise
 
 log = get_logger("bot.run")
 
@@ -73,19 +73,12 @@ async def serve(settings: Settings, bot_settings: BotSettings, *, with_worker: b
                 assets_dir=settings.assets_dir,
             )
             tasks["worker"] = asyncio.create_task(worker.run(stop, hard), name="worker")
-        stopper = asyncio.create_task(stop.wait())
         try:
-            done, _ = await asyncio.wait(
-                [stopper, *tasks.values()], return_when=asyncio.FIRST_COMPLETED
-            )
-            for task in done:
-                if task is not stopper:
-                    task.result()
+            await supervise(tasks.values(), stop)
         except discord.LoginFailure:
             raise BadToken("DISCORD_TOKEN was refused by Discord (401); check the token") from None
         finally:
             stop.set()
-            stopper.cancel()
             await bot.close()
             for task in tasks.values():
                 with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -103,13 +96,9 @@ async def run_bot(bot_settings: BotSettings, stop: asyncio.Event, *, engine: Eng
         store=engine.store, dsn=engine.dsn, settings=bot_settings, registry=engine.registry
     )
     task = asyncio.create_task(bot.start(token), name="errand-bot")
-    stopper = asyncio.create_task(stop.wait())
     try:
-        done, _ = await asyncio.wait([task, stopper], return_when=asyncio.FIRST_COMPLETED)
-        if task in done:
-            task.result()
+        await supervise([task], stop)
     finally:
-        stopper.cancel()
         await bot.close()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await asyncio.wait_for(task, 5.0)

@@ -44,6 +44,7 @@ from jobs import (
     load_settings,
     open_engine,
     stop_on_signals,
+    supervise,
 )
 
 log = get_logger("sandbox")
@@ -193,13 +194,7 @@ async def run_sandbox(
             flush=True,
         )
         try:
-            done, _ = await asyncio.wait(
-                [asyncio.create_task(stop.wait()), *tasks],
-                return_when=asyncio.FIRST_COMPLETED,
-            )
-            for task in done:
-                if task in tasks:
-                    task.result()  # a part died: surface why, and stop the rest
+            await supervise(tasks, stop)  # a part died: surface why, and stop the rest
         finally:
             stop.set()
             results = await asyncio.gather(*tasks, return_exceptions=True)
