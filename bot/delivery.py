@@ -24,9 +24,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import os
-import secrets
-import socket
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -52,6 +49,7 @@ from jobs import (
     UnknownJob,
     backoff,
     get_logger,
+    incarnation,
 )
 
 log = get_logger("bot.delivery")
@@ -95,7 +93,7 @@ class Delivery:
         self._lookups: set[asyncio.Task[None]] = set()
         self.discord = DiscordIO(client, settings.requests_per_second)
         # This process, as the owner of render leases.
-        self.name = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+        self.name = incarnation()
         outbox.owner = self.name
         self.stats = {"edits": 0, "posts": 0, "notices": 0, "failures": 0}
 
