@@ -216,13 +216,17 @@ def test_jobs_never_imports_bot_discord_or_the_emulator() -> None:
 
 
 def test_bot_imports_only_the_public_api_of_jobs() -> None:
-    """bot/ uses ``from jobs import X`` and nothing deeper (no jobs.engine..., jobs.ops...)."""
+    """bot/ uses ``from jobs import X`` with X in ``jobs.__all__``, and nothing deeper (no
+    jobs.engine..., jobs.ops...)."""
+    import jobs
+
     offenders = [
-        f"{imp.importer}:{imp.line} {imp.module}"
+        f"{imp.importer}:{imp.line} {imp.module} {sorted(set(imp.names) - set(jobs.__all__))}"
         for name, path in project_modules().items()
         if name.split(".")[0] == "bot"
         for imp in imports_in(path, ROOT)
-        if imp.module.startswith("jobs.") or (imp.module == "jobs" and not imp.names)
+        if imp.module.startswith("jobs.")
+        or (imp.module == "jobs" and (not imp.names or not set(imp.names) <= set(jobs.__all__)))
     ]
     assert offenders == []
 
