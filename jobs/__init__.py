@@ -66,6 +66,11 @@ _EXPORTS: dict[str, str] = {
     "backoff": "jobs.retry",
     "supervise": "jobs.tasks",
     "load_settings": "jobs.ops.cli",
+    # /healthz, /readyz and /metrics of a long-running process
+    "HealthServer": "jobs.ops.health",
+    "HealthCheck": "jobs.ops.health",
+    "start_health": "jobs.ops.health",
+    "worker_check": "jobs.ops.health",
     # the engine's CLI, for an entry point that composes it with its own commands
     "cli_app": "jobs.ops.cli",
     "cli_fail": "jobs.ops.cli",
@@ -78,6 +83,7 @@ _RENAMED = {
     "cli_app": "app",
     "cli_fail": "fail",
     "run_cli": "run",
+    "HealthCheck": "Check",
 }
 
 __all__ = [
@@ -94,6 +100,8 @@ __all__ = [
     "EffectInDoubt",
     "Engine",
     "ErrandError",
+    "HealthCheck",
+    "HealthServer",
     "IdempotencyConflict",
     "IllegalTransition",
     "InvalidParams",
@@ -131,8 +139,10 @@ __all__ = [
     "normalize_id",
     "open_engine",
     "run_cli",
+    "start_health",
     "stop_on_signals",
     "supervise",
+    "worker_check",
 ]
 
 
@@ -182,6 +192,8 @@ if TYPE_CHECKING:
     from jobs.ops.cli import fail as cli_fail
     from jobs.ops.cli import load_settings
     from jobs.ops.cli import run as run_cli
+    from jobs.ops.health import Check as HealthCheck
+    from jobs.ops.health import HealthServer, start_health, worker_check
     from jobs.retry import backoff
     from jobs.runtime.budget import Budget, Meter, Usage
     from jobs.runtime.context import Context

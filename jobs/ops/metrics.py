@@ -28,7 +28,6 @@ from prometheus_client import (
     Gauge,
     Histogram,
     disable_created_metrics,
-    generate_latest,
 )
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.gc_collector import GCCollector
@@ -44,7 +43,6 @@ from jobs.engine.state import Actor, State
 if TYPE_CHECKING:
     import asyncpg
 
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 # The *_created series double every counter and histogram and no dashboard of ours reads them.
 disable_created_metrics()  # type: ignore[no-untyped-call]  # untyped upstream
@@ -278,15 +276,23 @@ class DatabaseCollector(Collector):
         yield oldest
 
 
-async def render(pool: asyncpg.Pool | None, collector: DatabaseCollector | None) -> bytes:
-    """The ``/metrics`` body: process metrics, then database gauges read now."""
-    body = generate_latest(REGISTRY)
+class _ProcessMetrics(Collector):
+    """:data:`REGISTRY`'s metrics, as one collector of a scrape's registry."""
+
+    def collect(self) -> Iterator[Metric]:
+        yield from REGISTRY.collect()
+
+
+def exposed(pool: asyncpg.Pool | None, collector: DatabaseCollector | None) -> CollectorRegistry:
+    """What ``/metrics`` shows: process metrics, then (with a pool) the database gauges.
+
+    Refresh ``collector`` before each scrape; the registry only reads its last snapshot.
+    """
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_ProcessMetrics())
     if pool is not None and collector is not None:
-        await collector.refresh(pool)
-        db = CollectorRegistry(auto_describe=False)
-        db.register(collector)
-        body += generate_latest(db)
-    return body
+        registry.register(collector)
+    return registry
 
 
 def samples(text: str) -> dict[str, float]:
@@ -302,15 +308,14 @@ def samples(text: str) -> dict[str, float]:
 
 
 __all__: list[str] = [
-    "CONTENT_TYPE",
     "ENGINE_METRICS",
     "REGISTRY",
     "DatabaseCollector",
     "EngineMetrics",
     "discord_rate_limited",
     "discord_retry",
+    "exposed",
     "notice_dead_lettered",
     "notice_delivered",
-    "render",
     "samples",
 ]

@@ -10,11 +10,15 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import aiohttp
 import pytest
 
 from tests.cli_support import CLI, ROOT, Ran, cli_environment, run_cli
+
+if TYPE_CHECKING:
+    from discord_emulator import Emulator
 
 
 @dataclass
@@ -65,28 +69,30 @@ async def _listening_port(log: Path, proc: asyncio.subprocess.Process, within: f
     while time.monotonic() < end:
         if proc.returncode is not None:
             tail = await asyncio.to_thread(log.read_text)
-            raise AssertionError(f"worker exited {proc.returncode}: {tail[-2000:]}")
+            raise AssertionError(f"process exited {proc.returncode}: {tail[-2000:]}")
         port = await asyncio.to_thread(_port_in_log, log)
         if port is not None:
             return port
         await asyncio.sleep(0.05)
-    raise AssertionError("worker never listened")
+    raise AssertionError("process never listened")
 
 
 @pytest.fixture
-async def spawn_worker(
+async def spawn(
     ops_env: dict[str, str], tmp_path: Path
 ) -> AsyncIterator[Callable[..., Awaitable[WorkerProc]]]:
-    """Start ``errand worker`` subprocesses with the health endpoint on a free port; they get
-    SIGTERM (and must exit) when the test ends."""
+    """Start long-running ``errand COMMAND`` subprocesses (``worker``, ``bot``, ``run``,
+    ``sandbox``) with the health endpoint on a free port; they get SIGTERM (and must exit) when
+    the test ends."""
     started: list[WorkerProc] = []
 
-    async def start(**extra: str) -> WorkerProc:
-        log = tmp_path / f"worker-{len(started)}.log"
+    async def start(command: str = "worker", *args: str, **extra: str) -> WorkerProc:
+        log = tmp_path / f"{command}-{len(started)}.log"
         with log.open("wb") as sink:
             proc = await asyncio.create_subprocess_exec(
                 *CLI,
-                "worker",
+                command,
+                *args,
                 env=ops_env | {"ERRAND_HEALTH_PORT": "0"} | extra,
                 cwd=ROOT,
                 stdout=asyncio.subprocess.DEVNULL,
@@ -103,6 +109,34 @@ async def spawn_worker(
             item.proc.send_signal(signal.SIGTERM)
     for item in started:
         await asyncio.wait_for(item.proc.wait(), 30)
+
+
+@pytest.fixture
+def spawn_worker(
+    spawn: Callable[..., Awaitable[WorkerProc]],
+) -> Callable[..., Awaitable[WorkerProc]]:
+    """Start ``errand worker`` subprocesses (see :func:`spawn`)."""
+
+    async def start(**extra: str) -> WorkerProc:
+        return await spawn("worker", **extra)
+
+    return start
+
+
+def discord_env(emu: Emulator) -> dict[str, str]:
+    """Environment of a bot process logged in to ``emu`` (fast delivery timings)."""
+    assert emu.application is not None
+    return {
+        "DISCORD_TOKEN": emu.application.token,
+        "ERRAND_DISCORD_API_BASE": emu.api_base,
+        "ERRAND_DISCORD_GATEWAY_URL": emu.gateway_url,
+        "ERRAND_BOT_DEFAULT_KIND": "demo",
+        "ERRAND_BOT_EDIT_INTERVAL_SECONDS": "0.1",
+        "ERRAND_BOT_DELIVERY_POLL_SECONDS": "0.2",
+        "ERRAND_BOT_DELIVERY_LEASE_SECONDS": "1",
+        "ERRAND_BOT_GUILD_READY_TIMEOUT": "0.05",
+        "ERRAND_BOT_REQUESTS_PER_SECOND": "2000",
+    }
 
 
 async def until(predicate: Callable[[], Awaitable[bool]], within: float = 30.0) -> None:
