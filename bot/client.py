@@ -21,6 +21,7 @@ from bot.commands import Host, install
 from bot.delivery import Delivery
 from bot.queries import sql
 from bot.settings import BotSettings
+from bot.trace import discord_http_trace
 from jobs import JobStore, Outbox, Registry, get_logger
 
 log = get_logger("bot")
@@ -49,6 +50,8 @@ class ErrandBot(discord.AutoShardedClient):
             shard_count=settings.shard_count,
             # None (every shard) is discord.py's own default; its TypedDict only admits a list.
             shard_ids=settings.shard_ids,  # type: ignore[arg-type]
+            # Where discord.py's 429s and 5xx answers become metrics (see bot/trace.py).
+            http_trace=discord_http_trace(),
         )
         self.store = store
         self.pool: asyncpg.Pool = store.pool

@@ -71,6 +71,11 @@ _EXPORTS: dict[str, str] = {
     "HealthCheck": "jobs.ops.health",
     "start_health": "jobs.ops.health",
     "worker_check": "jobs.ops.health",
+    # what a transport reports for /metrics, where it happens
+    "discord_rate_limited": "jobs.ops.metrics",
+    "discord_retry": "jobs.ops.metrics",
+    "notice_delivered": "jobs.ops.metrics",
+    "notice_dead_lettered": "jobs.ops.metrics",
     # the engine's CLI, for an entry point that composes it with its own commands
     "cli_app": "jobs.ops.cli",
     "cli_fail": "jobs.ops.cli",
@@ -131,12 +136,16 @@ __all__ = [
     "cli_fail",
     "default_catalog_path",
     "default_registry",
+    "discord_rate_limited",
+    "discord_retry",
     "get_logger",
     "incarnation",
     "kind",
     "load_named",
     "load_settings",
     "normalize_id",
+    "notice_dead_lettered",
+    "notice_delivered",
     "open_engine",
     "run_cli",
     "start_health",
@@ -194,6 +203,12 @@ if TYPE_CHECKING:
     from jobs.ops.cli import run as run_cli
     from jobs.ops.health import Check as HealthCheck
     from jobs.ops.health import HealthServer, start_health, worker_check
+    from jobs.ops.metrics import (
+        discord_rate_limited,
+        discord_retry,
+        notice_dead_lettered,
+        notice_delivered,
+    )
     from jobs.retry import backoff
     from jobs.runtime.budget import Budget, Meter, Usage
     from jobs.runtime.context import Context
