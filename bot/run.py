@@ -25,6 +25,7 @@ from jobs import (
     Worker,
     get_logger,
     open_engine,
+    register_secret,
     start_health,
     stop_on_signals,
     supervise,
@@ -54,6 +55,7 @@ def token_of(bot_settings: BotSettings) -> str:
             "portal and set DISCORD_TOKEN"
         )
     token = bot_settings.token.get_secret_value().strip()
+    register_secret(token)  # never in a log line, whatever logs it (jobs/secrets.py)
     if any(c.isspace() for c in token):
         raise BadToken("DISCORD_TOKEN is not a valid token (it contains spaces)")
     return token

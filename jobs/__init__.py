@@ -58,6 +58,7 @@ _EXPORTS: dict[str, str] = {
     # running it
     "Settings": "jobs.settings",
     "get_logger": "jobs.logs",
+    "register_secret": "jobs.secrets",
     "load_named": "jobs.engine.queries",
     "Engine": "jobs.ops.app",
     "open_engine": "jobs.ops.app",
@@ -89,6 +90,7 @@ _RENAMED = {
     "cli_fail": "fail",
     "run_cli": "run",
     "HealthCheck": "Check",
+    "register_secret": "register",
 }
 
 __all__ = [
@@ -147,6 +149,7 @@ __all__ = [
     "notice_dead_lettered",
     "notice_delivered",
     "open_engine",
+    "register_secret",
     "run_cli",
     "start_health",
     "stop_on_signals",
@@ -214,4 +217,5 @@ if TYPE_CHECKING:
     from jobs.runtime.context import Context
     from jobs.runtime.registry import Kind, Registry, kind
     from jobs.runtime.worker import Worker
+    from jobs.secrets import register as register_secret
     from jobs.tasks import supervise
