@@ -23,6 +23,7 @@ import contextlib
 import fcntl
 import logging
 import os
+import shlex
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -123,6 +124,14 @@ def sandbox_settings(data_dir: Path) -> Settings:
     return settings
 
 
+def cli_hint(settings: Settings) -> str:
+    """The exact ``errand job`` command line that reaches this sandbox's database."""
+    if settings.db.url is not None:
+        return "errand job list (with the same DATABASE_URL)"
+    assert settings.db.data_dir is not None
+    return f"ERRAND_DB_DATA_DIR={shlex.quote(str(settings.db.data_dir))} errand job list"
+
+
 @asynccontextmanager
 async def running_emulator(data_dir: Path, host: str, port: int) -> AsyncIterator[Emulator]:
     """The emulator with its world loaded from (and saved to) ``data_dir``, serving the page."""
@@ -206,6 +215,7 @@ async def run_sandbox(
             f"Errand sandbox: open {emu.base_url}/ (data: {data_dir}; Ctrl-C to stop)",
             flush=True,
         )
+        print(f"Errand sandbox: its jobs from another terminal: {cli_hint(settings)}", flush=True)
         try:
             await supervise(tasks, stop)  # a part that died raises here: stop the rest
         finally:
