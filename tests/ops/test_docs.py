@@ -148,7 +148,7 @@ def test_the_path_check_catches_a_module_that_does_not_exist() -> None:
 
 
 async def test_every_metric_the_docs_name_is_in_a_real_scrape(
-    spawn: Callable[..., Awaitable[WorkerProc]], emu: Emulator, world: World
+    emu: Emulator, world: World, spawn: Callable[..., Awaitable[WorkerProc]]
 ) -> None:
     """Every ``errand_*`` name in docs/deploy.md and docs/runbook.md is a metric family that a
     running ``errand run`` (bot and worker) exposes on /metrics."""

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from urllib.parse import urlsplit
 
 import aiohttp
 import asyncpg
@@ -15,8 +14,7 @@ import pytest
 from discord_emulator import Emulator
 from discord_emulator.testing import World
 from jobs.ops import metrics
-from tests.conftest import admin_execute
-from tests.ops.conftest import WorkerProc, discord_env, http_get, until
+from tests.ops.conftest import Relay, WorkerProc, discord_env, http_get, until
 
 CHECKS = {
     "bot": {"database", "migrations", "gateway"},
@@ -30,31 +28,18 @@ async def _readiness(proc: WorkerProc) -> tuple[int, dict[str, str]]:
     return status, json.loads(body)["checks"]
 
 
-async def _cut_database(server_dsn: str, name: str, *, cut: bool) -> None:
-    """Refuse (or allow again) every connection to database ``name``; cutting also ends the
-    connections it has, as a database restart would."""
-    statements = [f"ALTER DATABASE {name} ALLOW_CONNECTIONS {'false' if cut else 'true'}"]
-    if cut:
-        statements.append(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-            f"WHERE datname = '{name}' AND pid <> pg_backend_pid()"
-        )
-    await admin_execute(server_dsn, *statements)
-
-
 @pytest.mark.parametrize("command", ["bot", "run", "worker"])
 async def test_readyz_is_503_while_the_database_or_the_gateway_is_down_and_200_after(
     command: str,
-    spawn: Callable[..., Awaitable[WorkerProc]],
     emu: Emulator,
     world: World,
-    server_dsn: str,
-    db_dsn: str,
+    relay: Relay,
+    spawn: Callable[..., Awaitable[WorkerProc]],
 ) -> None:
-    """Ready (200, every check ok) once connected; 503 naming the database while connections
-    are refused; 503 naming the gateway while the emulator is down (bot and run); 200 again
-    after each recovers. /healthz stays 200 throughout."""
-    proc = await spawn(command, **discord_env(emu))
+    """Ready (200, every check ok) once connected; 503 naming the database while the network
+    to it is cut (connections dropped and refused); 503 naming the gateway while the emulator is
+    down (bot and run); 200 again after each recovers. /healthz stays 200 throughout."""
+    proc = await spawn(command, **discord_env(emu), DATABASE_URL=relay.dsn)
     wanted = CHECKS[command]
 
     async def ready() -> bool:
@@ -63,8 +48,7 @@ async def test_readyz_is_503_while_the_database_or_the_gateway_is_down_and_200_a
 
     await until(ready)
 
-    name = urlsplit(db_dsn).path.lstrip("/")
-    await _cut_database(server_dsn, name, cut=True)
+    await relay.cut()
     try:
 
         async def database_down() -> bool:
@@ -76,7 +60,7 @@ async def test_readyz_is_503_while_the_database_or_the_gateway_is_down_and_200_a
         scraped = metrics.samples((await http_get(proc.port, "/metrics"))[1])
         assert scraped["errand_database_up"] == 0.0
     finally:
-        await _cut_database(server_dsn, name, cut=False)
+        await relay.restore()
     await until(ready)
 
     if command == "worker":

@@ -48,7 +48,6 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 import pytest
 from dockerfile_parse import DockerfileParser
@@ -57,6 +56,7 @@ from dockerfile_parse.util import extract_key_values
 from discord_emulator import Emulator
 from discord_emulator.testing import World
 from tests.cli_support import ROOT
+from tests.ops.conftest import Relay
 
 pytestmark = pytest.mark.slow
 
@@ -255,41 +255,6 @@ def run_runtime_stage(stage: Stage, fs: Filesystem, stages: dict[str, Filesystem
     )
 
 
-@asynccontextmanager
-async def reachable_over_tcp(dsn: str) -> AsyncIterator[str]:
-    """``dsn`` as a container reaches its database: over TCP. A socket-only server (the tests'
-    embedded PostgreSQL, whose socket lives in a directory the image's user may not enter) gets
-    a small TCP-to-socket relay."""
-    parts = urlsplit(dsn)
-    socket_dir = parse_qs(parts.query).get("host", [""])[0]
-    if not socket_dir.startswith("/"):
-        yield dsn
-        return
-    path = f"{socket_dir}/.s.PGSQL.{parts.port or 5432}"
-
-    async def pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while data := await reader.read(65536):
-                writer.write(data)
-                await writer.drain()
-        except OSError:
-            pass
-        finally:
-            writer.close()
-
-    async def relay(client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
-        server_r, server_w = await asyncio.open_unix_connection(path)
-        await asyncio.gather(pump(client_r, server_w), pump(server_r, client_w))
-
-    server = await asyncio.start_server(relay, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    user = parts.username or "postgres"
-    try:
-        yield urlunsplit(("postgresql", f"{user}@127.0.0.1:{port}", parts.path, "", ""))
-    finally:
-        server.close()
-
-
 def _imported_from(fs: Filesystem, *modules: str) -> list[str]:
     """Where the image's Python imports ``modules`` from."""
     code = "; ".join(f"import {m}; print({m}.__file__)" for m in modules)
@@ -441,9 +406,14 @@ async def test_the_image_builds_from_its_context_and_its_default_command_becomes
         "HOME": str(fs.host("/data")),
     }
     log = Path(tempfile.mkdtemp(prefix="errand-image-log-")) / "container.log"
-    async with reachable_over_tcp(db_dsn) as tcp_dsn:
-        env["DATABASE_URL"] = tcp_dsn
+    # A container reaches its database over the network (the tests' server has a socket only).
+    relay = Relay(db_dsn)
+    await relay.restore()
+    try:
+        env["DATABASE_URL"] = relay.dsn
         await _serve_the_image(image, env, port, log)
+    finally:
+        await relay.cut()
     lines = log.read_text().splitlines()
     assert all(line.startswith("{") for line in lines)  # ERRAND_LOG_FORMAT=json
     print(f"image built and healthy in {time.monotonic() - started:.1f} s")

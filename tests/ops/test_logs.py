@@ -16,10 +16,11 @@ API_KEY = "sk-errand-test-0123456789abcdef"
 
 
 async def test_every_stderr_line_of_errand_run_is_json_with_library_lines_and_no_secrets(
-    spawn: Callable[..., Awaitable[WorkerProc]], emu: Emulator, world: World
+    emu: Emulator, world: World, spawn: Callable[..., Awaitable[WorkerProc]]
 ) -> None:
-    """Drive a job through ``errand run`` while the emulator rate-limits its edits (discord.py
-    logs a warning per 429) and drops its gateway once, then stop it with SIGTERM: every stderr
+    """Drive a job through ``errand run`` while the emulator rate-limits the start of its thread
+    (discord.py logs a warning per 429) and drops its gateway once, then stop it with SIGTERM:
+    every stderr
     line parses as one JSON object, discord.py's lines among them (with their logger name), and
     neither the bot token nor the model API key appears anywhere."""
     env = discord_env(emu)
@@ -29,7 +30,7 @@ async def test_every_stderr_line_of_errand_run_is_json_with_library_lines_and_no
         return (await http_get(proc.port, "/readyz"))[0] == 200
 
     await until(ready)
-    emu.faults.ratelimit_next(2, path_contains="/messages/", method="PATCH")
+    emu.faults.ratelimit_next(2, path_contains="/threads", method="POST")
     handle = await emu.invoke_slash(
         world.alice,
         world.channel,

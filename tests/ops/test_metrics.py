@@ -163,17 +163,18 @@ async def test_cancels_and_lease_expiries_are_counted(pool: asyncpg.Pool, store:
 
 
 async def test_discord_and_delivery_counters_move_through_a_real_bot_process(
-    spawn: Callable[..., Awaitable[WorkerProc]],
     emu: Emulator,
     world: World,
     store: JobStore,
     pool: asyncpg.Pool,
+    spawn: Callable[..., Awaitable[WorkerProc]],
 ) -> None:
-    """``errand run`` against the emulator: a 429 storm of five on progress edits, one 503 on a
-    notice, a job whose channel does not exist (every delivery refused: dead letters) and a
-    summoned job delivered to the end. Its /metrics then shows exactly five shared-scope 429s,
-    as many rate-limit retries as 429s, one server-error retry, and as many delivered and
-    dead-lettered notices (and delivery-lag observations) as the outbox table records."""
+    """``errand run`` against the emulator: a 429 storm of five on starting the job's thread,
+    one 503 on a message post, a job whose channel does not exist (every delivery refused: dead
+    letters) and a summoned job delivered to the end. Its /metrics then shows exactly five
+    shared-scope 429s, as many rate-limit retries as 429s, one server-error retry, and as many
+    delivered and dead-lettered notices (and delivery-lag observations) as the outbox table
+    records."""
     proc = await spawn(
         "run",
         **discord_env(emu),
@@ -186,7 +187,7 @@ async def test_discord_and_delivery_counters_move_through_a_real_bot_process(
         return (await http_get(proc.port, "/readyz"))[0] == 200
 
     await until(ready)
-    emu.faults.ratelimit_next(5, path_contains="/messages/", method="PATCH")
+    emu.faults.ratelimit_next(5, path_contains="/threads", method="POST")
     emu.faults.fail_next(503, 1, path_contains="/messages", method="POST")
     nowhere, _ = await store.submit(
         "sleep",
