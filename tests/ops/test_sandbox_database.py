@@ -19,6 +19,7 @@ import psutil
 import pytest
 
 from tests.cli_support import CLI, ROOT, run_cli
+from tests.ops.conftest import http_get
 
 pytestmark = pytest.mark.slow
 
@@ -140,10 +141,25 @@ async def test_a_sigkilled_sandbox_leaves_postgres_that_the_next_one_adopts_and_
 async def test_errand_job_in_another_terminal_sees_the_sandboxs_jobs(data_root: Path) -> None:
     """The sandbox prints the command line that reaches its database; with it, a job submitted
     from the CLI is run by the sandbox's worker and its status read back, and the sandbox's
-    server keeps running after each CLI command (it still has a user)."""
+    server keeps running after each CLI command (it still has a user). Like every long-running
+    process, the sandbox answers /readyz: database, migrations, worker and gateway all ok."""
     data_dir = data_root / "sandbox"
     env = _environment(data_root / "home")
-    async with sandbox(data_dir, env, data_root / "sandbox.log") as out:
+    sandbox_env = env | {"ERRAND_HEALTH_PORT": "0", "ERRAND_LOG_LEVEL": "info"}
+    log = data_root / "sandbox.log"
+    async with sandbox(data_dir, sandbox_env, log) as out:
+        [port] = [
+            json.loads(line)["port"]
+            for line in out.splitlines()
+            if line.startswith("{") and '"health.listening"' in line
+        ]
+        deadline = time.monotonic() + 30
+        while (ready := await http_get(port, "/readyz"))[0] != 200:
+            assert time.monotonic() < deadline, ready
+            await asyncio.sleep(0.2)
+        assert json.loads(ready[1])["checks"] == dict.fromkeys(
+            ["database", "migrations", "worker", "gateway"], "ok"
+        )
         [hint] = HINT.findall(out)
         assert hint == f"ERRAND_DB_DATA_DIR={shlex.quote(str(data_dir / 'pgdata'))}"
         cli_env = env | dict(kv.split("=", 1) for kv in shlex.split(hint))
