@@ -11,9 +11,10 @@ Two kinds of numbers, kept apart on purpose:
   read from PostgreSQL when ``/metrics`` is scraped (:class:`DatabaseCollector`), so every
   replica reports the same truth; take ``max`` over replicas, never ``sum``.
 
-Hooks for the transport (the Discord bot) — call them where the thing happens:
-:func:`discord_rate_limited`, :func:`discord_retry`, :func:`notice_delivered`,
-:func:`notice_dead_lettered`.
+Hooks for the transport (the Discord bot) — called where the thing happens:
+:func:`discord_rate_limited` and :func:`discord_retry` by ``bot/trace.py`` (discord.py's HTTP
+answers, 429s and 5xx, seen through its ``http_trace``) and by delivery (network failures);
+:func:`notice_delivered` and :func:`notice_dead_lettered` by ``bot/delivery.py``.
 """
 
 from __future__ import annotations
