@@ -14,6 +14,8 @@ COPY jobs ./jobs
 COPY bot ./bot
 COPY discord_emulator ./discord_emulator
 COPY migrations ./migrations
+# pyproject.toml force-includes the example catalog into the wheel (the sandbox's `command` kind).
+COPY examples/commands.toml ./examples/commands.toml
 RUN pip wheel --no-deps --wheel-dir /wheels . \
  && python -m venv /opt/errand \
  && /opt/errand/bin/pip install /wheels/errand-*.whl \

@@ -21,6 +21,7 @@ from bot.commands import Host, install
 from bot.delivery import Delivery
 from bot.queries import sql
 from bot.settings import BotSettings
+from bot.trace import discord_http_trace
 from jobs import JobStore, Outbox, Registry, get_logger
 
 log = get_logger("bot")
@@ -49,6 +50,8 @@ class ErrandBot(discord.AutoShardedClient):
             shard_count=settings.shard_count,
             # None (every shard) is discord.py's own default; its TypedDict only admits a list.
             shard_ids=settings.shard_ids,  # type: ignore[arg-type]
+            # Where discord.py's 429s and 5xx answers become metrics (see bot/trace.py).
+            http_trace=discord_http_trace(),
         )
         self.store = store
         self.pool: asyncpg.Pool = store.pool
@@ -76,6 +79,9 @@ class ErrandBot(discord.AutoShardedClient):
         )
         self.synced: bool | None = None
         """Whether the last start synced commands (False: the payload was unchanged)."""
+        self.shards_up: dict[int, bool] = {}
+        """Per shard, whether its gateway session is live: set on READY and RESUMED, cleared
+        on every disconnect (discord.py keeps ``is_ready()`` true across reconnects)."""
 
     async def before_identify_hook(self, shard_id: int | None, *, initial: bool = False) -> None:
         # discord.py's own hook sleeps 5 s; this one waits the configured interval.
@@ -88,8 +94,31 @@ class ErrandBot(discord.AutoShardedClient):
         self.delivery.start()
 
     async def close(self) -> None:
+        self.shards_up.clear()
         await self.delivery.stop()
         await super().close()
+
+    async def on_shard_ready(self, shard_id: int) -> None:
+        self.shards_up[shard_id] = True
+
+    async def on_shard_resumed(self, shard_id: int) -> None:
+        self.shards_up[shard_id] = True
+
+    async def on_shard_disconnect(self, shard_id: int) -> None:
+        self.shards_up[shard_id] = False
+
+    async def gateway_check(self) -> str | None:
+        """Readiness of the Discord connection (the ``gateway`` check of ``/readyz``): every
+        shard of this process connected, identified or resumed."""
+        if not self.is_ready():
+            return "not connected to the Discord gateway yet"
+        down = sorted(
+            i for i, shard in self.shards.items() if not self.shards_up.get(i) or shard.is_closed()
+        )
+        if down or not self.shards_up:
+            shards = ", ".join(str(i) for i in down)
+            return f"disconnected from the Discord gateway (shard {shards}); reconnecting"
+        return None
 
     async def _on_command_error(
         self, interaction: discord.Interaction[Any], error: app_commands.AppCommandError

@@ -36,6 +36,7 @@ from jobs import (
     ID_PATTERN,
     Actor,
     ErrandError,
+    IdempotencyConflict,
     InvalidParams,
     JobStore,
     JobView,
@@ -261,7 +262,7 @@ async def summon(
     )
     try:
         job, _created = await in_time(interaction, submit, ephemeral=False)
-    except (InvalidParams, QuotaExceeded) as exc:
+    except (InvalidParams, QuotaExceeded, IdempotencyConflict) as exc:
         await reply(interaction, render.code(str(exc), 400))
         return
     deferred = interaction.response.is_done()

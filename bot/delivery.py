@@ -49,8 +49,11 @@ from jobs import (
     State,
     UnknownJob,
     backoff,
+    discord_retry,
     get_logger,
     incarnation,
+    notice_dead_lettered,
+    notice_delivered,
 )
 
 log = get_logger("bot.delivery")
@@ -58,6 +61,10 @@ log = get_logger("bot.delivery")
 
 def _hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _age(created_at: datetime) -> float:
+    return (datetime.now(UTC) - created_at).total_seconds()
 
 
 class Retry(Exception):
@@ -269,10 +276,13 @@ class Delivery:
                     # delivers them, and the nonce makes our send and its send one message.
                     log.warning("delivery.lease_lost", job_id=public_id, outbox_id=row.id)
                     return True
+                notice_delivered(row.topic, _age(row.created_at))
                 pending.pop(0)
-        except (OSError, asyncpg.PostgresError, discord.DiscordServerError):
+        except (OSError, asyncpg.PostgresError, discord.DiscordServerError) as exc:
             # Transient (Discord 5xx, network, database): try again soon, no attempt counted.
             await self.outbox.release(pending, 1.0)
+            if isinstance(exc, OSError):  # 5xx answers are counted where they arrive (trace)
+                discord_retry("network")
             raise
         except Exception as exc:  # a refusal (403/404/400) or a bug: retry with backoff, then dead
             self.stats["failures"] += 1
@@ -286,6 +296,7 @@ class Delivery:
             for row in pending:
                 dead = await self.outbox.failed(row, error)
                 if dead:
+                    notice_dead_lettered(row.topic)
                     log.warning("delivery.dead_lettered", job_id=public_id, outbox_id=row.id)
             return not pending or job.state in TERMINAL  # the poll loop retries when due
         if job.state in render.NOTICE_STATES and binding["progress_state"] in TERMINAL:

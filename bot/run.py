@@ -17,7 +17,20 @@ import yarl
 
 from bot.client import ErrandBot
 from bot.settings import BotSettings
-from jobs import Engine, Settings, Worker, get_logger, open_engine, stop_on_signals, supervise
+from jobs import (
+    Engine,
+    HealthCheck,
+    HealthServer,
+    Settings,
+    Worker,
+    get_logger,
+    open_engine,
+    register_secret,
+    start_health,
+    stop_on_signals,
+    supervise,
+    worker_check,
+)
 
 log = get_logger("bot.run")
 
@@ -42,6 +55,7 @@ def token_of(bot_settings: BotSettings) -> str:
             "portal and set DISCORD_TOKEN"
         )
     token = bot_settings.token.get_secret_value().strip()
+    register_secret(token)  # never in a log line, whatever logs it (jobs/secrets.py)
     if any(c.isspace() for c in token):
         raise BadToken("DISCORD_TOKEN is not a valid token (it contains spaces)")
     return token
@@ -60,6 +74,7 @@ async def serve(settings: Settings, bot_settings: BotSettings, *, with_worker: b
         bot = ErrandBot(
             store=engine.store, dsn=engine.dsn, settings=bot_settings, registry=engine.registry
         )
+        checks: dict[str, HealthCheck] = {"gateway": bot.gateway_check}
         tasks: dict[str, asyncio.Task[None]] = {
             "bot": asyncio.create_task(bot.start(token), name="bot"),
         }
@@ -73,6 +88,10 @@ async def serve(settings: Settings, bot_settings: BotSettings, *, with_worker: b
                 assets_dir=settings.assets_dir,
             )
             tasks["worker"] = asyncio.create_task(worker.run(stop, hard), name="worker")
+            checks["worker"] = worker_check(worker, stop)
+        health = await start_health(
+            settings.health, engine.pool, kinds=engine.registry.names(), checks=checks
+        )
         try:
             await supervise(tasks.values(), stop)
         except discord.LoginFailure:
@@ -83,10 +102,18 @@ async def serve(settings: Settings, bot_settings: BotSettings, *, with_worker: b
             for task in tasks.values():
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await asyncio.wait_for(task, settings.worker.shutdown_grace_seconds + 5)
+            if health is not None:
+                await health.stop()
 
 
-async def run_bot(bot_settings: BotSettings, stop: asyncio.Event, *, engine: Engine) -> None:
-    """Run the bot on ``engine`` until ``stop`` is set.
+async def run_bot(
+    bot_settings: BotSettings,
+    stop: asyncio.Event,
+    *,
+    engine: Engine,
+    health: HealthServer | None = None,
+) -> None:
+    """Run the bot on ``engine`` until ``stop`` is set (its ``gateway`` check on ``health``).
 
     For embedding (the sandbox): the API base and gateway settings are applied first.
     """
@@ -95,6 +122,8 @@ async def run_bot(bot_settings: BotSettings, stop: asyncio.Event, *, engine: Eng
     bot = ErrandBot(
         store=engine.store, dsn=engine.dsn, settings=bot_settings, registry=engine.registry
     )
+    if health is not None:
+        health.add_check("gateway", bot.gateway_check)
     task = asyncio.create_task(bot.start(token), name="errand-bot")
     try:
         await supervise([task], stop)

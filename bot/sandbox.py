@@ -23,6 +23,7 @@ import contextlib
 import fcntl
 import logging
 import os
+import shlex
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -37,14 +38,17 @@ from discord_emulator.persist import WorldFile
 from discord_emulator.web import PageConfig, serve_page
 from jobs import (
     Engine,
+    HealthServer,
     Settings,
     Worker,
     default_catalog_path,
     get_logger,
     load_settings,
     open_engine,
+    start_health,
     stop_on_signals,
     supervise,
+    worker_check,
 )
 
 log = get_logger("sandbox")
@@ -120,6 +124,14 @@ def sandbox_settings(data_dir: Path) -> Settings:
     return settings
 
 
+def cli_hint(settings: Settings) -> str:
+    """The exact ``errand job`` command line that reaches this sandbox's database."""
+    if settings.db.url is not None:
+        return "errand job list (with the same DATABASE_URL)"
+    assert settings.db.data_dir is not None
+    return f"ERRAND_DB_DATA_DIR={shlex.quote(str(settings.db.data_dir))} errand job list"
+
+
 @asynccontextmanager
 async def running_emulator(data_dir: Path, host: str, port: int) -> AsyncIterator[Emulator]:
     """The emulator with its world loaded from (and saved to) ``data_dir``, serving the page."""
@@ -145,8 +157,11 @@ async def running_emulator(data_dir: Path, host: str, port: int) -> AsyncIterato
         await emu.stop()
 
 
-async def run_bot(emu: Emulator, engine: Engine, stop: asyncio.Event) -> None:
-    """Run the Errand bot against ``emu`` until ``stop`` is set."""
+async def run_bot(
+    emu: Emulator, engine: Engine, stop: asyncio.Event, health: HealthServer | None = None
+) -> None:
+    """Run the Errand bot against ``emu`` until ``stop`` is set (its gateway check on
+    ``health``)."""
     from bot.run import run_bot as run
     from bot.settings import BotSettings
 
@@ -160,7 +175,7 @@ async def run_bot(emu: Emulator, engine: Engine, stop: asyncio.Event) -> None:
         gateway_url=emu.gateway_url,
         guild_ready_timeout=0.1,
     )
-    await run(bot_settings, stop, engine=engine)
+    await run(bot_settings, stop, engine=engine, health=health)
 
 
 async def run_sandbox(
@@ -185,14 +200,22 @@ async def run_sandbox(
             dsn=engine.dsn,
             assets_dir=settings.assets_dir,
         )
+        # /healthz, /readyz and /metrics like every long-running process (ERRAND_HEALTH_PORT).
+        health = await start_health(
+            settings.health,
+            engine.pool,
+            kinds=engine.registry.names(),
+            checks={"worker": worker_check(worker, stop)},
+        )
         tasks = [
             asyncio.create_task(worker.run(stop, hard), name="sandbox-worker"),
-            asyncio.create_task(run_bot(emu, engine, stop), name="sandbox-bot"),
+            asyncio.create_task(run_bot(emu, engine, stop, health), name="sandbox-bot"),
         ]
         print(
             f"Errand sandbox: open {emu.base_url}/ (data: {data_dir}; Ctrl-C to stop)",
             flush=True,
         )
+        print(f"Errand sandbox: its jobs from another terminal: {cli_hint(settings)}", flush=True)
         try:
             await supervise(tasks, stop)  # a part that died raises here: stop the rest
         finally:
@@ -203,6 +226,8 @@ async def run_sandbox(
                     result, asyncio.CancelledError
                 ):
                     log.error("sandbox.part_failed", error=repr(result))
+            if health is not None:
+                await health.stop()
 
 
 @contextlib.contextmanager

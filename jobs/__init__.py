@@ -33,6 +33,7 @@ _EXPORTS: dict[str, str] = {
     "UnknownKind": "jobs.errors",
     "InvalidParams": "jobs.errors",
     "QuotaExceeded": "jobs.errors",
+    "IdempotencyConflict": "jobs.errors",
     "NotAllowed": "jobs.errors",
     "IllegalTransition": "jobs.errors",
     "StaleTransition": "jobs.errors",
@@ -57,6 +58,7 @@ _EXPORTS: dict[str, str] = {
     # running it
     "Settings": "jobs.settings",
     "get_logger": "jobs.logs",
+    "register_secret": "jobs.secrets",
     "load_named": "jobs.engine.queries",
     "Engine": "jobs.ops.app",
     "open_engine": "jobs.ops.app",
@@ -65,6 +67,16 @@ _EXPORTS: dict[str, str] = {
     "backoff": "jobs.retry",
     "supervise": "jobs.tasks",
     "load_settings": "jobs.ops.cli",
+    # /healthz, /readyz and /metrics of a long-running process
+    "HealthServer": "jobs.ops.health",
+    "HealthCheck": "jobs.ops.health",
+    "start_health": "jobs.ops.health",
+    "worker_check": "jobs.ops.health",
+    # what a transport reports for /metrics, where it happens
+    "discord_rate_limited": "jobs.ops.metrics",
+    "discord_retry": "jobs.ops.metrics",
+    "notice_delivered": "jobs.ops.metrics",
+    "notice_dead_lettered": "jobs.ops.metrics",
     # the engine's CLI, for an entry point that composes it with its own commands
     "cli_app": "jobs.ops.cli",
     "cli_fail": "jobs.ops.cli",
@@ -77,6 +89,8 @@ _RENAMED = {
     "cli_app": "app",
     "cli_fail": "fail",
     "run_cli": "run",
+    "HealthCheck": "Check",
+    "register_secret": "register",
 }
 
 __all__ = [
@@ -93,6 +107,9 @@ __all__ = [
     "EffectInDoubt",
     "Engine",
     "ErrandError",
+    "HealthCheck",
+    "HealthServer",
+    "IdempotencyConflict",
     "IllegalTransition",
     "InvalidParams",
     "JobCancelled",
@@ -121,16 +138,23 @@ __all__ = [
     "cli_fail",
     "default_catalog_path",
     "default_registry",
+    "discord_rate_limited",
+    "discord_retry",
     "get_logger",
     "incarnation",
     "kind",
     "load_named",
     "load_settings",
     "normalize_id",
+    "notice_dead_lettered",
+    "notice_delivered",
     "open_engine",
+    "register_secret",
     "run_cli",
+    "start_health",
     "stop_on_signals",
     "supervise",
+    "worker_check",
 ]
 
 
@@ -160,6 +184,7 @@ if TYPE_CHECKING:
         BudgetExceeded,
         EffectInDoubt,
         ErrandError,
+        IdempotencyConflict,
         IllegalTransition,
         InvalidParams,
         JobCancelled,
@@ -179,9 +204,18 @@ if TYPE_CHECKING:
     from jobs.ops.cli import fail as cli_fail
     from jobs.ops.cli import load_settings
     from jobs.ops.cli import run as run_cli
+    from jobs.ops.health import Check as HealthCheck
+    from jobs.ops.health import HealthServer, start_health, worker_check
+    from jobs.ops.metrics import (
+        discord_rate_limited,
+        discord_retry,
+        notice_dead_lettered,
+        notice_delivered,
+    )
     from jobs.retry import backoff
     from jobs.runtime.budget import Budget, Meter, Usage
     from jobs.runtime.context import Context
     from jobs.runtime.registry import Kind, Registry, kind
     from jobs.runtime.worker import Worker
+    from jobs.secrets import register as register_secret
     from jobs.tasks import supervise

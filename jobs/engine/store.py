@@ -38,7 +38,14 @@ from jobs.engine.model import (
 from jobs.engine.queries import q
 from jobs.engine.state import ACTIVE, LIVE, TERMINAL, Actor, State, allowed, sources
 from jobs.engine.transition import KEEP_REASON, transition
-from jobs.errors import IllegalTransition, NotAllowed, QuotaExceeded, StaleTransition, UnknownJob
+from jobs.errors import (
+    IdempotencyConflict,
+    IllegalTransition,
+    NotAllowed,
+    QuotaExceeded,
+    StaleTransition,
+    UnknownJob,
+)
 from jobs.retry import backoff
 from jobs.secrets import scrub
 
@@ -146,6 +153,22 @@ def redact_error(exc: BaseException, limit: int = 2000) -> dict[str, str]:
     return {"type": type(exc).__name__, "message": message[:limit]}
 
 
+def _same_request(existing: asyncpg.Record, kind: str, params: dict[str, Any]) -> JobView:
+    """The job an idempotency key already made, when this submit asks for the same thing.
+
+    Kept apart from the insert on purpose: whatever statement finds the existing job (a
+    lookup, or an ``ON CONFLICT`` that inserted nothing), this comparison decides. ``params``
+    are the validated ones, compared as JSON with what the job stored.
+
+    Raises:
+        IdempotencyConflict: another kind or other params under the same key.
+    """
+    job = JobView.from_record(existing)
+    if job.kind != kind or existing["params"] != params:
+        raise IdempotencyConflict(str(existing["idempotency_key"]), job.public_id)
+    return job
+
+
 class JobStore:
     """Reads and writes of the job record through one pool."""
 
@@ -176,6 +199,8 @@ class JobStore:
         Raises:
             UnknownKind, InvalidParams: nothing was created.
             QuotaExceeded: the requester or group is at its limit; nothing was created.
+            IdempotencyConflict: the key already made a job of another kind or with other
+                params; nothing was created.
         """
         spec = self.registry.get(kind)
         clean = spec.validate(params)
@@ -183,7 +208,7 @@ class JobStore:
             if idempotency_key is not None:
                 existing = await conn.fetchrow(q("job_by_idempotency_key"), idempotency_key)
                 if existing is not None:
-                    return JobView.from_record(existing), False
+                    return _same_request(existing, kind, clean), False
             await self._check_quotas(conn, requester, origin_group)
             for _ in range(5):
                 try:
@@ -207,7 +232,7 @@ class JobStore:
                 if record is None:  # a concurrent submit with the same key won the insert
                     record = await conn.fetchrow(q("job_by_idempotency_key"), idempotency_key)
                     assert record is not None
-                    return JobView.from_record(record), False
+                    return _same_request(record, kind, clean), False
                 return JobView.from_record(record), True
         raise RuntimeError("could not allocate a public id")  # pragma: no cover
 

@@ -24,6 +24,7 @@ from jobs.ops.health import serve_health, worker_check
 from jobs.ops.inspect import list_notices, parse_duration, retry_notices, timeline
 from jobs.ops.inspect import prune as run_prune
 from jobs.runtime.worker import Worker
+from jobs.secrets import register, url_password
 from jobs.settings import Settings
 
 T = TypeVar("T")
@@ -44,6 +45,9 @@ def fail(message: str) -> NoReturn:
 def load_settings(*, quiet: bool = False) -> Settings:
     """Settings from the environment, with logging configured for this command."""
     settings = Settings()
+    # Logs and errors never show these, whatever line they turn up in (jobs/secrets.py).
+    db_url = settings.db.url.get_secret_value() if settings.db.url else None
+    register(settings.agent.api_key.get_secret_value(), db_url and url_password(db_url))
     # One-shot commands print their answer; routine info lines (a migration applied on the way)
     # would only bury it. ERRAND_LOG_LEVEL still wins when set.
     level = "warning" if quiet and "ERRAND_LOG_LEVEL" not in os.environ else settings.log_level

@@ -5,11 +5,12 @@
   Built in: ``database`` (a query answers) and ``migrations`` (none pending). Transports add
   their own with :meth:`HealthServer.add_check` (the bot registers ``gateway``); the worker adds
   ``worker`` (claiming, not draining).
-- ``/metrics`` — Prometheus text: this process's metrics and the database gauges read at scrape
-  time (see :mod:`jobs.ops.metrics`).
+- ``/metrics`` — this process's metrics and the database gauges read at scrape time (see
+  :mod:`jobs.ops.metrics`), served by prometheus-client's own aiohttp handler: the format
+  follows the scraper's ``Accept`` header (Prometheus text or OpenMetrics), as with any exporter.
 
 Configured by ``ERRAND_HEALTH_PORT`` (unset: off; 0: any free port) and ``ERRAND_HEALTH_HOST``.
-Start it with :func:`serve_health`.
+Start it with :func:`serve_health` (a block) or :func:`start_health`.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING
 
 import asyncpg
 from aiohttp import web
+from prometheus_client.aiohttp import make_aiohttp_handler
 
 from jobs.engine.migrate import pending
 from jobs.logs import get_logger
@@ -98,6 +100,7 @@ class HealthServer:
             self.checks["database"] = database_check(pool)
             self.checks["migrations"] = migrations_check(pool)
         self.collector = metrics.DatabaseCollector(kinds)
+        self._exposition = make_aiohttp_handler(metrics.exposed(pool, self.collector))
         self._runner: web.AppRunner | None = None
 
     def add_check(self, name: str, check: Check) -> None:
@@ -133,9 +136,10 @@ class HealthServer:
             content_type="application/json",
         )
 
-    async def _metrics(self, _: web.Request) -> web.Response:
-        body = await metrics.render(self.pool, self.collector)
-        return web.Response(body=body, headers={"Content-Type": metrics.CONTENT_TYPE})
+    async def _metrics(self, request: web.Request) -> web.StreamResponse:
+        if self.pool is not None:
+            await self.collector.refresh(self.pool)  # the gauges the handler then collects
+        return await self._exposition(request)
 
     async def start(self) -> int:
         """Listen; returns the bound port."""
@@ -158,6 +162,24 @@ class HealthServer:
             self._runner = None
 
 
+async def start_health(
+    settings: HealthSettings,
+    pool: asyncpg.Pool | None,
+    *,
+    kinds: Iterable[str] = (),
+    checks: dict[str, Check] | None = None,
+) -> HealthServer | None:
+    """Start the endpoint when ``settings.port`` is set (None when off); :meth:`~HealthServer.stop`
+    it on the way out. :func:`serve_health` does both for a block."""
+    if settings.port is None:
+        return None
+    server = HealthServer(pool, host=settings.host, port=settings.port, kinds=kinds)
+    for name, check in (checks or {}).items():
+        server.add_check(name, check)
+    await server.start()
+    return server
+
+
 @asynccontextmanager
 async def serve_health(
     settings: HealthSettings,
@@ -174,14 +196,9 @@ async def serve_health(
                                 checks={"gateway": gateway_ready}) as health:
             ...
     """
-    if settings.port is None:
-        yield None
-        return
-    server = HealthServer(pool, host=settings.host, port=settings.port, kinds=kinds)
-    for name, check in (checks or {}).items():
-        server.add_check(name, check)
-    await server.start()
+    server = await start_health(settings, pool, kinds=kinds, checks=checks)
     try:
         yield server
     finally:
-        await server.stop()
+        if server is not None:
+            await server.stop()

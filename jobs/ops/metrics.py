@@ -11,9 +11,10 @@ Two kinds of numbers, kept apart on purpose:
   read from PostgreSQL when ``/metrics`` is scraped (:class:`DatabaseCollector`), so every
   replica reports the same truth; take ``max`` over replicas, never ``sum``.
 
-Hooks for the transport (the Discord bot) — call them where the thing happens:
-:func:`discord_rate_limited`, :func:`discord_retry`, :func:`notice_delivered`,
-:func:`notice_dead_lettered`.
+Hooks for the transport (the Discord bot) — called where the thing happens:
+:func:`discord_rate_limited` and :func:`discord_retry` by ``bot/trace.py`` (discord.py's HTTP
+answers, 429s and 5xx, seen through its ``http_trace``) and by delivery (network failures);
+:func:`notice_delivered` and :func:`notice_dead_lettered` by ``bot/delivery.py``.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ from prometheus_client import (
     Gauge,
     Histogram,
     disable_created_metrics,
-    generate_latest,
 )
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.gc_collector import GCCollector
@@ -44,7 +44,6 @@ from jobs.engine.state import Actor, State
 if TYPE_CHECKING:
     import asyncpg
 
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 # The *_created series double every counter and histogram and no dashboard of ours reads them.
 disable_created_metrics()  # type: ignore[no-untyped-call]  # untyped upstream
@@ -278,15 +277,23 @@ class DatabaseCollector(Collector):
         yield oldest
 
 
-async def render(pool: asyncpg.Pool | None, collector: DatabaseCollector | None) -> bytes:
-    """The ``/metrics`` body: process metrics, then database gauges read now."""
-    body = generate_latest(REGISTRY)
+class _ProcessMetrics(Collector):
+    """:data:`REGISTRY`'s metrics, as one collector of a scrape's registry."""
+
+    def collect(self) -> Iterator[Metric]:
+        yield from REGISTRY.collect()
+
+
+def exposed(pool: asyncpg.Pool | None, collector: DatabaseCollector | None) -> CollectorRegistry:
+    """What ``/metrics`` shows: process metrics, then (with a pool) the database gauges.
+
+    Refresh ``collector`` before each scrape; the registry only reads its last snapshot.
+    """
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_ProcessMetrics())
     if pool is not None and collector is not None:
-        await collector.refresh(pool)
-        db = CollectorRegistry(auto_describe=False)
-        db.register(collector)
-        body += generate_latest(db)
-    return body
+        registry.register(collector)
+    return registry
 
 
 def samples(text: str) -> dict[str, float]:
@@ -302,15 +309,14 @@ def samples(text: str) -> dict[str, float]:
 
 
 __all__: list[str] = [
-    "CONTENT_TYPE",
     "ENGINE_METRICS",
     "REGISTRY",
     "DatabaseCollector",
     "EngineMetrics",
     "discord_rate_limited",
     "discord_retry",
+    "exposed",
     "notice_dead_lettered",
     "notice_delivered",
-    "render",
     "samples",
 ]

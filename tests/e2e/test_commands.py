@@ -10,6 +10,7 @@ from bot.commands import MAX_NOTE, MAX_PARAMS, MAX_TASK
 from discord_emulator import InteractionRefused
 from discord_emulator import permissions as P
 from discord_emulator.testing import running_bot
+from jobs.errors import IdempotencyConflict
 from jobs.runtime.worker import Worker
 
 from .conftest import Errand, state_of
@@ -188,12 +189,19 @@ async def test_values_over_the_declared_limits_are_refused_before_the_bot_sees_t
 
 
 async def test_the_same_interaction_never_makes_two_jobs(errand: Errand, bot: ErrandBot) -> None:
-    """The interaction id is the idempotency key: a repeated submit returns the same job."""
+    """The interaction id is the idempotency key: a repeated submit of the same request returns
+    the same job; another request under that key is refused and creates nothing."""
     handle, job_id = await errand.summon()
+    row = await errand.pool.fetchrow("SELECT params FROM job WHERE public_id = $1", job_id)
     job, created = await errand.store.submit(
-        "demo", {}, requester="discord:x", idempotency_key=f"discord:{handle.id}"
+        "demo", row["params"], requester="discord:x", idempotency_key=f"discord:{handle.id}"
     )
     assert (job.public_id, created) == (job_id, False)
+    with pytest.raises(IdempotencyConflict, match=job_id):
+        await errand.store.submit(
+            "demo", {}, requester="discord:x", idempotency_key=f"discord:{handle.id}"
+        )
+    assert await _count_jobs(errand) == 1
 
 
 async def test_requester_may_resolve_only_where_the_kind_allows(

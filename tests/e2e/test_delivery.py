@@ -108,6 +108,36 @@ async def test_an_undeliverable_notice_is_retried_then_dead_lettered_without_blo
     assert "**succeeded**" in notice.content
 
 
+async def test_discord_5xx_answers_are_retried_without_counting_and_never_dead_letter(
+    errand: Errand, worker: Worker
+) -> None:
+    """With one delivery attempt allowed, Discord answers the job's notice with 503 twice: each
+    time the notice is handed back uncounted (a 5xx is Discord's trouble, not the
+    destination's), so it is delivered once, with one counted attempt, and never dead-lettered
+    (docs/runbook.md, "Discord is down or refuses the bot")."""
+    bot = errand.new_bot(delivery_max_attempts=1)
+    async with running_bot(errand.emu, bot):
+        errand.bot = bot
+        _, job_id = await errand.summon(params="steps=1 step_seconds=0.5")
+        await errand.wait_progress_state(job_id, "running")
+        thread_id = await errand.thread_of(job_id)
+        errand.emu.faults.fail_next(
+            503, 2, path_contains=f"/channels/{thread_id}/messages", method="POST"
+        )
+        [notice] = await poll(lambda: errand.notices(thread_id), timeout=30)
+        assert "**succeeded**" in notice.content
+    failed = [t for t in errand.emu.faults.triggered if t[2] == 503]
+    assert len(failed) == 2
+    rows = await errand.pool.fetch(
+        "SELECT o.attempts, o.dead_at, o.delivered_at, o.external_id FROM outbox o "
+        "JOIN job j ON j.id = o.job_id WHERE j.public_id = $1 AND o.payload->>'to' = 'succeeded'",
+        job_id,
+    )
+    assert [(r["attempts"], r["dead_at"], r["external_id"]) for r in rows] == [
+        (1, None, str(notice.id))
+    ]
+
+
 async def _errand(errand: Errand, *args: str) -> str:
     """Run the errand CLI on the test database; its stdout."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ERRAND_")}

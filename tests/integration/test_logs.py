@@ -61,3 +61,41 @@ def test_scrub_is_linear_on_a_long_word_and_redacts_a_password_without_user() ->
     assert time.perf_counter() - started < 0.5
     assert scrub("redis://:pw@cache:6379/0") == "redis://:***@cache:6379/0"
     assert scrub("postgresql://errand:s3cret@db/x") == "postgresql://errand:***@db/x"
+
+
+def test_configured_secrets_are_redacted_by_value_from_structlog_and_library_lines(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A registered secret (the way settings register the token, API key and DB password) is
+    replaced wherever it turns up: inside ``error=str(exc)``, in a library's own log message and
+    in a traceback; the line stays one JSON object."""
+    import logging
+
+    from jobs.secrets import register
+
+    secret = "Zq9-not-shaped-like-any-token"
+    register(secret)
+    root = logging.getLogger()
+    level, handlers = root.level, list(root.handlers)
+    configure("info", "json", cache=False)
+    try:
+        structlog.get_logger("t").warning("x.failed", error=str(OSError(f"refused {secret}")))
+        logging.getLogger("discord.http").warning("sent %s to Discord", secret)
+        try:
+            raise RuntimeError(f"boom {secret}")
+        except RuntimeError:
+            logging.getLogger("asyncpg").exception("went wrong")
+    finally:
+        structlog.reset_defaults()
+        root.handlers[:] = handlers
+        root.setLevel(level)
+    err = capsys.readouterr().err
+    assert secret not in err
+    lines = [json.loads(line) for line in err.splitlines()]
+    assert [(e["event"], e.get("logger")) for e in lines] == [
+        ("x.failed", None),
+        ("sent *** to Discord", "discord.http"),
+        ("went wrong", "asyncpg"),
+    ]
+    assert lines[0]["error"] == "refused ***"
+    assert "RuntimeError: boom ***" in lines[2]["exception"]

@@ -1,15 +1,20 @@
-"""docs/deploy.md and docs/runbook.md match the CLI: every ``errand ...`` command they show
-exists in the real app, with every option they pass."""
+"""docs/deploy.md and docs/runbook.md match the code: every ``errand ...`` command they show
+exists in the real app, with every option they pass, and every metric they name is in a real
+process's scrape."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable, Callable
 
 import pytest
 import typer
 from typer.core import TyperGroup
 
+from discord_emulator import Emulator
+from discord_emulator.testing import World
 from tests.cli_support import ROOT
+from tests.ops.conftest import WorkerProc, discord_env, http_get, until
 
 DOCS = ["docs/deploy.md", "docs/runbook.md"]
 _WORD = re.compile(r"^[a-z][a-z0-9-]*$")
@@ -140,3 +145,29 @@ def test_the_path_check_catches_a_module_that_does_not_exist() -> None:
         "jobs.runtime.gone",
         "jobs/engine/nothing.py",
     ]
+
+
+async def test_every_metric_the_docs_name_is_in_a_real_scrape(
+    emu: Emulator, world: World, spawn: Callable[..., Awaitable[WorkerProc]]
+) -> None:
+    """Every ``errand_*`` name in docs/deploy.md and docs/runbook.md is a metric family that a
+    running ``errand run`` (bot and worker) exposes on /metrics."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    named = set()
+    for doc in DOCS:
+        named |= set(re.findall(r"\b(errand_[a-z_]+[a-z])\b", (ROOT / doc).read_text()))
+    assert len(named) >= 15  # the extraction works
+    proc = await spawn("run", **discord_env(emu))
+
+    async def ready() -> bool:
+        return (await http_get(proc.port, "/readyz"))[0] == 200
+
+    await until(ready)
+    status, text = await http_get(proc.port, "/metrics")
+    scraped = {
+        f.name + ("_total" if f.type == "counter" else "")
+        for f in text_string_to_metric_families(text)
+    }
+    assert status == 200
+    assert sorted(named - scraped) == []

@@ -1,5 +1,6 @@
-"""/healthz, /readyz and /metrics: scraped from a real ``errand worker`` after real jobs, and
-from an in-process endpoint for the counters that other processes feed (cancels, the reaper)."""
+"""/healthz, /readyz and /metrics: scraped from a real ``errand worker`` after real jobs and from
+a real ``errand run`` after Discord trouble and deliveries, and from an in-process endpoint for
+the counters that other processes feed (cancels, the reaper)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,14 @@ from collections.abc import Awaitable, Callable
 
 import asyncpg
 
+from discord_emulator import Emulator
+from discord_emulator.testing import World
 from jobs.engine.state import Actor
 from jobs.engine.store import JobStore
 from jobs.ops import metrics
 from jobs.ops.health import HealthServer
 from tests.integration.helpers import expire_lease
-from tests.ops.conftest import WorkerProc, http_get, until
+from tests.ops.conftest import WorkerProc, discord_env, http_get, until
 
 
 async def _count(pool: asyncpg.Pool, sql: str) -> int:
@@ -159,22 +162,81 @@ async def test_cancels_and_lease_expiries_are_counted(pool: asyncpg.Pool, store:
     assert _value("errand_lease_expiries_total", kind="sleep") - expiries == 1.0
 
 
-def test_transport_hooks_count_discord_trouble_and_deliveries() -> None:
-    """The hooks the bot calls feed the Discord and delivery metrics."""
-    names = [
-        ("errand_discord_rate_limits_total", {"scope": "global"}),
-        ("errand_discord_retries_total", {"reason": "rate_limit"}),
-        ("errand_notices_delivered_total", {"topic": "transition"}),
-        ("errand_notices_dead_lettered_total", {"topic": "transition"}),
-        ("errand_notice_delivery_lag_seconds_count", {}),
-    ]
-    before = [_value(n, **labels) for n, labels in names]
-    metrics.discord_rate_limited("global")
-    metrics.discord_retry("rate_limit")
-    metrics.notice_delivered("transition", 1.5)
-    metrics.notice_dead_lettered("transition")
-    after = [_value(n, **labels) for n, labels in names]
-    assert [a - b for a, b in zip(after, before, strict=True)] == [1.0] * 5
+async def test_discord_and_delivery_counters_move_through_a_real_bot_process(
+    emu: Emulator,
+    world: World,
+    store: JobStore,
+    pool: asyncpg.Pool,
+    spawn: Callable[..., Awaitable[WorkerProc]],
+) -> None:
+    """``errand run`` against the emulator: a 429 storm of five on starting the job's thread,
+    one 503 on a message post, a job whose channel does not exist (every delivery refused: dead
+    letters) and a summoned job delivered to the end. Its /metrics then shows exactly five
+    shared-scope 429s, as many rate-limit retries as 429s, one server-error retry, and as many
+    delivered and dead-lettered notices (and delivery-lag observations) as the outbox table
+    records."""
+    proc = await spawn(
+        "run",
+        **discord_env(emu),
+        ERRAND_BOT_DELIVERY_MAX_ATTEMPTS="2",
+        ERRAND_BOT_DELIVERY_RETRY_BASE_SECONDS="0.1",
+        ERRAND_BOT_ANCHOR_WAIT_SECONDS="0.3",
+    )
+
+    async def ready() -> bool:
+        return (await http_get(proc.port, "/readyz"))[0] == 200
+
+    await until(ready)
+    emu.faults.ratelimit_next(5, path_contains="/threads", method="POST")
+    emu.faults.fail_next(503, 1, path_contains="/messages", method="POST")
+    nowhere, _ = await store.submit(
+        "sleep",
+        {"seconds": 600},
+        requester="discord:1",
+        origin={"transport": "discord", "channel_id": "1", "channel_type": 0, "user_id": "1"},
+    )
+    handle = await emu.invoke_slash(
+        world.alice,
+        world.channel,
+        "summon",
+        {"task": "count", "kind": "demo", "params": "steps=3 step_seconds=0.3"},
+    )
+    await handle.wait_original(timeout=10)
+
+    async def settled() -> bool:
+        row = await pool.fetchrow(
+            "SELECT count(*) FILTER (WHERE o.dead_at IS NOT NULL AND j.id = $1) AS dead, "
+            "count(*) FILTER (WHERE o.delivered_at IS NULL AND o.dead_at IS NULL "
+            "AND j.id <> $1) AS waiting, "
+            "bool_and(j.state = 'succeeded') FILTER (WHERE j.id <> $1) AS done "
+            "FROM outbox o JOIN job j ON j.id = o.job_id",
+            nowhere.id,
+        )
+        return bool(row["dead"] >= 2 and row["waiting"] == 0 and row["done"])
+
+    await until(settled, within=60)
+    delivered, dead = await pool.fetchrow(
+        "SELECT count(*) FILTER (WHERE delivered_at IS NOT NULL), "
+        "count(*) FILTER (WHERE dead_at IS NOT NULL) FROM outbox"
+    )
+    got = metrics.samples((await http_get(proc.port, "/metrics"))[1])
+
+    def total(name: str) -> float:
+        return sum(v for k, v in got.items() if k.startswith(name + "{") or k == name)
+
+    assert [m for _, _, m in emu.faults.triggered].count(429) == 5
+    assert got['errand_discord_rate_limits_total{scope="shared"}'] == 5.0
+    assert got['errand_discord_retries_total{reason="rate_limit"}'] == total(
+        "errand_discord_rate_limits_total"
+    )
+    assert got['errand_discord_retries_total{reason="server_error"}'] == 1.0
+    assert delivered > 0
+    assert dead >= 2
+    assert total("errand_notices_delivered_total") == delivered
+    assert got["errand_notice_delivery_lag_seconds_count"] == delivered
+    assert 0 < got["errand_notice_delivery_lag_seconds_sum"] < 60 * delivered
+    assert total("errand_notices_dead_lettered_total") == dead
+    assert got['errand_outbox_notices{status="dead"}'] == dead
 
 
 async def test_readyz_never_shows_a_secret_from_a_failing_check(pool: asyncpg.Pool) -> None:

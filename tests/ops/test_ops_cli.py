@@ -213,3 +213,31 @@ async def test_job_list_filters_by_state_kind_requester_and_age(
     got = await errand("job", "list", "--newer-than", "3600", "--json")
     assert {j["id"] for j in json.loads(got.out)["jobs"]} == {a.public_id, b.public_id}
     assert (await errand("job", "list", "--state", "sleeping")).code == 2
+
+
+async def test_a_reused_idempotency_key_returns_the_same_job_or_is_refused_as_a_conflict(
+    errand: Errand, pool: asyncpg.Pool
+) -> None:
+    """The same key, kind and params give back the first job; the key with another kind or
+    other params exits 2 with one line naming the conflict, and creates nothing."""
+    first = await errand(
+        "job", "submit", "sleep", "-p", "seconds=5", "--idempotency-key", "k-1", "--json"
+    )
+    assert first.code == 0, first.err
+    made = json.loads(first.out)
+    again = await errand(
+        "job", "submit", "sleep", "-p", "seconds=5", "--idempotency-key", "k-1", "--json"
+    )
+    assert again.code == 0, again.err
+    assert (json.loads(again.out)["id"], json.loads(again.out)["created"]) == (made["id"], False)
+
+    other_kind = await errand("job", "submit", "noop", "--idempotency-key", "k-1")
+    other_params = await errand(
+        "job", "submit", "sleep", "-p", "seconds=6", "--idempotency-key", "k-1"
+    )
+    for ran in (other_kind, other_params):
+        assert _bad(ran), ran
+        assert "idempotency key 'k-1' was already used for a different request" in ran.err
+        assert made["id"] in ran.err
+        assert ran.out == ""
+    assert await _exists(pool) == {made["id"]}
