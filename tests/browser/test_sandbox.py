@@ -25,7 +25,7 @@ def open_page(page: Page, sandbox: Sandbox) -> None:
 
 def summon(page: Page, text: str) -> tuple[str, Locator]:
     """Type a /summon in #general; returns the job id and the answer message."""
-    answers = page.locator("#main-pane li.message", has_text="is queued")
+    answers = page.locator("#main-pane li.message", has_text="Follow it in the thread")
     before = answers.count()
     box = page.locator("#main-pane .composer-input")
     box.fill(text)
@@ -116,8 +116,11 @@ def test_summon_watch_cancel_and_reload(
 
     page.reload()
     expect(page.locator("body[data-ready=true]")).to_be_attached(timeout=WAIT_MS)
-    answers = page.locator("#main-pane li.message", has_text="is queued")
+    answers = page.locator("#main-pane li.message", has_text="Follow it in the thread")
     expect(answers).to_have_count(2, timeout=WAIT_MS)
+    # each /summon answer shows how its job ended, not only the thread
+    expect(answers.first).to_contain_text("succeeded")
+    expect(answers.nth(1)).to_contain_text("cancelled")
     _, progress = open_thread(page, answers.first, job_id)
     expect(progress).to_contain_text("succeeded")
     page.screenshot(path=str(screenshots / "after-reload.png"), animations="disabled")
@@ -140,7 +143,7 @@ def test_restart_keeps_history_and_finishes_jobs(
     expect(progress).to_contain_text("succeeded", timeout=WAIT_MS)
     page.reload()
     expect(page.locator("body[data-ready=true]")).to_be_attached(timeout=WAIT_MS)
-    answers = page.locator("#main-pane li.message", has_text="is queued")
+    answers = page.locator("#main-pane li.message", has_text="Follow it in the thread")
     expect(answers).to_have_count(1, timeout=WAIT_MS)
     _, progress = open_thread(page, answers.first, job_id)
     expect(progress).to_contain_text("succeeded")
