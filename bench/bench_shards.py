@@ -205,18 +205,18 @@ def ms(values: list[float], q: float) -> str:
 
 
 def report(result: dict[str, Any]) -> None:
-    print(f"-- {result['label']}: {result['jobs']} jobs")
-    print(
+    out(f"-- {result['label']}: {result['jobs']} jobs")
+    out(
         f"   queued visible (ack): p50 {ms(result['ack'], 0.5)}, p99 {ms(result['ack'], 0.99)},"
         f" max {ms(result['ack'], 1.0)}"
     )
-    print(
+    out(
         f"   terminal visible after finish: p50 {ms(result['terminal'], 0.5)}, "
         f"p99 {ms(result['terminal'], 0.99)}, max {ms(result['terminal'], 1.0)};"
         f" never seen: {result['not_seen_terminal']}; shown on the answer: {result['via_answer']}"
     )
     n = result["notices"]
-    print(
+    out(
         f"   notices per job: one {n[1]}, duplicates {sum(v for k, v in n.items() if k > 1)},"
         f" lost {n[0]}, no thread {n[-1]}"
     )
@@ -233,8 +233,8 @@ def rate_limits(emu: Emulator) -> None:
         ):
             unretried += 1
     by_route = Counter(r.route or r.path for r in limited)
-    print(f"-- 429s: {len(limited)} (unretried: {unretried}); by route: {dict(by_route)}")
-    print(f"   requests answered by the emulator: {len(log)}")
+    out(f"-- 429s: {len(limited)} (unretried: {unretried}); by route: {dict(by_route)}")
+    out(f"   requests answered by the emulator: {len(log)}")
 
 
 async def main(guilds: int, jobs: int, minutes: float, steps: int) -> None:
@@ -266,7 +266,7 @@ async def main(guilds: int, jobs: int, minutes: float, steps: int) -> None:
             )
             burst_jobs = [j for j in burst if j is not None]
             waited = await settle(run, burst_jobs, 600)
-            print(f"burst delivered (threads, notices) after {waited:.0f} s")
+            out(f"burst delivered (threads, notices) after {waited:.0f} s")
             report(await figures(run, burst_jobs, "100 summoned in one channel within 1 s"))
 
             # 2. Load over many guilds with a process killed halfway.
@@ -297,7 +297,7 @@ async def main(guilds: int, jobs: int, minutes: float, steps: int) -> None:
                     load_jobs.append(result)
             done = [j for j in load_jobs if j is not None]
             waited = await settle(run, done, 3600)
-            print(
+            out(
                 f"load: {jobs} summoned over {minutes:g} min in {guilds} guilds; "
                 f"unanswered (shard down): {run.unanswered}; all delivered {waited:.0f} s later"
             )
@@ -313,6 +313,40 @@ async def main(guilds: int, jobs: int, minutes: float, steps: int) -> None:
 
 
 _restarted: list[asyncio.subprocess.Process] = []
+_lines: list[str] = []
+DOC = Path(__file__).resolve().parent.parent / "docs" / "performance-discord.md"
+
+
+def out(line: str) -> None:
+    """Print a figure and keep it for docs/performance-discord.md."""
+    print(line, flush=True)
+    _lines.append(line)
+
+
+def write_doc(args: argparse.Namespace) -> None:
+    """docs/performance-discord.md, from this run's figures (never edited by hand)."""
+    import importlib.metadata as md
+    import platform
+
+    load = os.getloadavg()
+    header = [
+        "# Discord delivery under load (generated)",
+        "",
+        "Written by `python -m bench.bench_shards` "
+        f"(`--guilds {args.guilds} --jobs {args.jobs} --minutes {args.minutes:g}"
+        f" --steps {args.steps}`); do not edit by hand.",
+        "",
+        f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
+        f"- python {platform.python_version()}, discord.py {md.version('discord.py')},"
+        f" asyncpg {md.version('asyncpg')}; {os.cpu_count()} cores;"
+        f" load average at the end {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}",
+        "- the emulator with Discord's own windows: 50 requests/s per bot token,"
+        " per-route buckets, thread creation paced per channel; two `errand bot` processes"
+        " (shards 0,1 and 2,3 of 4) and one `errand worker`, default settings",
+        "",
+        "```",
+    ]
+    DOC.write_text("\n".join([*header, *_lines, "```", ""]))
 
 
 async def _restart(run: Run, tmp: Path) -> None:
@@ -330,5 +364,8 @@ if __name__ == "__main__":
     parser.add_argument("--jobs", type=int, default=10000)
     parser.add_argument("--minutes", type=float, default=5.0)
     parser.add_argument("--steps", type=int, default=2)
+    parser.add_argument("--no-doc", action="store_true", help="print only")
     a = parser.parse_args()
     asyncio.run(main(a.guilds, a.jobs, a.minutes, a.steps))
+    if not a.no_doc:
+        write_doc(a)
