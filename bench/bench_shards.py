@@ -27,7 +27,7 @@ import signal
 import sys
 import time
 import warnings
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -224,14 +224,14 @@ def report(result: dict[str, Any]) -> None:
 
 def rate_limits(emu: Emulator) -> None:
     log = list(emu.requests)
+    last_ok: dict[tuple[str, str], float] = {}
+    for r in log:
+        if r.status < 400:
+            key = (r.method, r.path)
+            last_ok[key] = max(last_ok.get(key, 0.0), r.at)
     limited = [r for r in log if r.status == 429]
-    unretried = 0
-    for r in limited:
-        if not any(
-            o.method == r.method and o.path == r.path and o.at > r.at and o.status < 400
-            for o in log
-        ):
-            unretried += 1
+    # retried: a later request to the same route and path succeeded
+    unretried = sum(1 for r in limited if last_ok.get((r.method, r.path), 0.0) <= r.at)
     by_route = Counter(r.route or r.path for r in limited)
     out(f"-- 429s: {len(limited)} (unretried: {unretried}); by route: {dict(by_route)}")
     out(f"   requests answered by the emulator: {len(log)}")
@@ -242,6 +242,7 @@ async def main(guilds: int, jobs: int, minutes: float, steps: int) -> None:
     tmp = Path(os.environ.get("TMPDIR", "/tmp")) / f"errand-bench-shards-{os.getpid()}"
     tmp.mkdir(parents=True, exist_ok=True)
     async with Emulator(EmulatorConfig()) as emu:
+        emu.requests = deque(maxlen=5_000_000)  # keep every request of the run for the 429 count
         app = emu.create_application("Errand")
         user = emu.create_user("alice")
         channels = []
