@@ -163,6 +163,11 @@ async def figures(run: Run, jobs: list[Job], label: str) -> dict[str, Any]:
             " WHERE j.public_id = ANY($1)",
             [j.public_id for j in jobs],
         )
+        dead = await pool.fetch(
+            "SELECT o.last_error, count(*) AS n FROM outbox o JOIN job j ON j.id = o.job_id"
+            " WHERE j.public_id = ANY($1) AND o.dead_at IS NOT NULL GROUP BY o.last_error",
+            [j.public_id for j in jobs],
+        )
     finally:
         await pool.close()
     by_id = {r["public_id"]: r for r in rows}
@@ -197,6 +202,7 @@ async def figures(run: Run, jobs: list[Job], label: str) -> dict[str, Any]:
         "not_seen_terminal": len(jobs) - len(visible_terminal),
         "via_answer": via_answer,
         "notices": notices,
+        "dead": {str(r["last_error"])[:80]: r["n"] for r in dead},
     }
 
 
@@ -215,6 +221,8 @@ def report(result: dict[str, Any]) -> None:
         f"p99 {ms(result['terminal'], 0.99)}, max {ms(result['terminal'], 1.0)};"
         f" never seen: {result['not_seen_terminal']}; shown on the answer: {result['via_answer']}"
     )
+    if result["dead"]:
+        out(f"   dead-lettered outbox rows: {result['dead']}")
     n = result["notices"]
     out(
         f"   notices per job: one {n[1]}, duplicates {sum(v for k, v in n.items() if k > 1)},"
