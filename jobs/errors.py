@@ -90,7 +90,7 @@ BOUND_NAMES: dict[str, str] = {
     "step_seconds": "seconds per step",
     "job_steps": "steps per job",
     "job_tokens": "tokens per job",
-    "job_seconds": "seconds per job",
+    "job_seconds": "seconds per job (all attempts)",
 }
 """Human names of the bounds of a :class:`jobs.runtime.budget.Budget`, as failure reasons say
 them."""
@@ -99,9 +99,21 @@ them."""
 class BudgetExceeded(Exception):
     """A bound was exceeded; the job fails (no retry) unless the handler recovers."""
 
-    def __init__(self, bound: str, used: float, limit: float) -> None:
+    def __init__(
+        self, bound: str, used: float, limit: float, note: str = "", *, message: str | None = None
+    ) -> None:
         self.bound, self.used, self.limit = bound, used, limit
-        super().__init__(f"budget exceeded: {BOUND_NAMES[bound]} {_num(used)} > {_num(limit)}")
+        if message is not None:
+            super().__init__(f"budget exceeded: {BOUND_NAMES[bound]} {message}")
+            return
+        shown, bound_text = _num(used), _num(limit)
+        digits = 6
+        while shown == bound_text and used != limit and digits < 12:
+            # The measured value must never print as the bound ("0.3 > 0.3").
+            digits += 2
+            shown = f"{used:.{digits}g}"
+        suffix = f" ({note})" if note else ""
+        super().__init__(f"budget exceeded: {BOUND_NAMES[bound]} {shown} > {bound_text}{suffix}")
 
 
 def _num(value: float) -> str:

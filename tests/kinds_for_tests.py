@@ -90,3 +90,28 @@ async def metered(ctx: Context, params: StepParams) -> dict[str, Any]:
             if params.sleep:
                 await asyncio.sleep(params.sleep)
     return {"usage": ctx.usage.to_json() if ctx.usage else None}
+
+
+@kind("crashy", params=BusyParams, retry_safe=True, max_attempts=3, count_crashes=True)
+async def crashy(ctx: Context, params: BusyParams) -> dict[str, Any]:
+    """A kind whose work could crash its worker: a crash uses up one of its attempts."""
+    await ctx.sleep(params.seconds)
+    return {}
+
+
+class ResumeParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    steps: int = 3
+    fail_once_at: int | None = None
+
+
+@kind("resumer", params=ResumeParams, retry_safe=False, max_attempts=1)
+async def resumer(ctx: Context, params: ResumeParams) -> dict[str, Any]:
+    """Not retry-safe, but resumable: it checkpoints after each step, as a kind author would."""
+    state = ctx.resume_state or {"done": 0, "seen": []}
+    seen = [*state["seen"], ctx.attempt]
+    for number in range(state["done"] + 1, params.steps + 1):
+        async with ctx.step(f"part {number}"):
+            await ctx.sleep(0.05)
+        await ctx.checkpoint({"done": number, "seen": seen})
+    return {"seen": seen}

@@ -21,6 +21,40 @@ def jsonable(row: asyncpg.Record) -> dict[str, Any]:
     return {k: v.isoformat() if isinstance(v, datetime) else v for k, v in dict(row).items()}
 
 
+def attempt_line(attempts: int, failures: int, max_attempts: int) -> str:
+    """``attempt N · F failures (max M)``.
+
+    The attempt number counts every start; only failures are bounded by ``max_attempts``, so
+    the two are never shown as "N of M" (a job resumed after three restarts is attempt 4 with
+    0 failures).
+    """
+    noun = "failure" if failures == 1 else "failures"
+    return f"attempt {attempts} · {failures} {noun} (max {max_attempts})"
+
+
+def _count(value: Any) -> str:
+    number = float(value)
+    return str(int(number)) if number.is_integer() else f"{number:g}"
+
+
+def progress_line(progress: dict[str, Any] | None) -> str | None:
+    """The progress a handler reported, as one line: ``Step 5 of 5 · counting``.
+
+    ``done`` counts finished units (the bar reaches 100 % when the last one ends); the unit is
+    ``step`` unless the handler named another (``command`` counts lines). None before the
+    first report. Shared by the CLI, Discord and the sandbox page, so they never disagree.
+    """
+    if not progress or progress.get("done") is None:
+        return None
+    unit = str(progress.get("unit") or "step").capitalize()
+    total = progress.get("total")
+    line = f"{unit} {_count(progress['done'])}"
+    if total:
+        line += f" of {_count(total)}"
+    note = " ".join(str(progress.get("note") or "").split())
+    return f"{line} · {note}" if note else line
+
+
 @dataclass(frozen=True)
 class JobView:
     """One job as stored."""
@@ -50,12 +84,25 @@ class JobView:
     updated_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    # Attempts that used up one of max_attempts (handler failures, counted crashes); a release
+    # on shutdown, a lease lost in an outage or an ordinary crash is an attempt, not a failure.
+    failures: int = 0
 
     @classmethod
     def from_record(cls, r: Any) -> JobView:
         names = cls.__dataclass_fields__
         values = {k: r[k] for k in names if k != "state"}
         return cls(state=State(r["state"]), **values)
+
+    @property
+    def attempt_line(self) -> str:
+        """The attempt count the way every transport shows it: "attempt 3 · 0 failures"."""
+        return attempt_line(self.attempts, self.failures, self.max_attempts)
+
+    @property
+    def progress_line(self) -> str | None:
+        """The one progress line of every transport ("Step 5 of 5 · counting"), or None."""
+        return progress_line(self.progress)
 
     def to_json(self) -> dict[str, Any]:
         """The documented JSON shape (``errand job ... --json``)."""
@@ -67,8 +114,10 @@ class JobView:
             "params": self.params,
             "requester": self.requester,
             "attempts": self.attempts,
+            "failures": self.failures,
             "max_attempts": self.max_attempts,
             "progress": self.progress,
+            "progress_line": self.progress_line,
             "usage": self.usage,
             "result": self.result,
             "error": self.error,
@@ -179,6 +228,10 @@ class Claim:
     attempt: int
     max_attempts: int
     deadline_at: datetime | None
+    # Attempts so far that used up one of max_attempts (handler failures, counted crashes).
+    failures: int = 0
+    # What the handler saved with ctx.checkpoint(state) in an earlier attempt, or None.
+    resume_state: Any = None
 
 
 class CancelResult(StrEnum):
@@ -214,7 +267,9 @@ class AttemptOutcome(StrEnum):
     RELEASED = "released"
     """Handed back by a stopping worker; the job is queued again."""
     ABANDONED = "abandoned"
-    """Its lease expired; the reaper ended it."""
+    """Its lease expired (its worker stopped heartbeating: a crash); the reaper ended it."""
+    LEASE_LOST = "lease_lost"
+    """Its lease expired while the database was down (it restarted after the last heartbeat)."""
     REVOKED = "revoked"
     """A forced cancel or the cancel grace ended it while it ran."""
 
@@ -237,12 +292,17 @@ Fence = Literal["attempt", "claim", "none"]
 
 @dataclass(frozen=True)
 class Move:
-    """One planned edge: from ``source`` to ``target``; ``outcome`` ends the live attempt."""
+    """One planned edge: from ``source`` to ``target``; ``outcome`` ends the live attempt.
+
+    ``charge`` uses up one of the job's ``max_attempts`` (``failures`` + 1): set only for a
+    handler failure, or a crash of a kind that counts crashes (docs/state-machine.md).
+    """
 
     source: State
     target: State
     reason: str | None = None
     outcome: AttemptOutcome | None = None
+    charge: bool = False
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,8 @@ class StepOutcome(StrEnum):
     FAILED = "failed"
     BUDGET_EXCEEDED = "budget_exceeded"
     CANCELLED = "cancelled"
+    INTERRUPTED = "interrupted"
+    """Cut short by a worker stop, a lost lease or a crash: it runs again, uncounted."""
 
 
 class EffectStatus(StrEnum):
@@ -106,6 +108,25 @@ class AttemptRecords:
         async with self.pool.acquire() as conn, conn.transaction():
             await conn.execute(q("step_end"), step_id, usage, outcome.value, error)
             await conn.execute(q("job_set_usage"), self.job_id, self.attempt_id, job_usage)
+
+    # -- checkpoints and time -----------------------------------------------------------
+
+    async def save_checkpoint(self, state: Any, job_usage: dict[str, Any] | None) -> None:
+        """Save the handler's state, with the job's usage so far, in one fenced statement.
+
+        Raises:
+            LeaseLost: nothing was written.
+        """
+        row = await self.pool.fetchrow(
+            q("job_save_checkpoint"), self.job_id, self.attempt_id, state, job_usage
+        )
+        if row is None:
+            raise LeaseLost(self.public_id)
+
+    async def seconds_spent(self) -> float:
+        """Wall time the job's earlier attempts ran (the per-job time bound covers them all)."""
+        spent = await self.pool.fetchval(q("job_seconds_spent"), self.job_id, self.attempt_id)
+        return float(spent or 0.0)
 
     # -- effects --------------------------------------------------------------------------
 

@@ -63,12 +63,14 @@ SUCCEED = [
     Move(S.RUNNING, S.SUCCEEDED, outcome=Out.SUCCEEDED),
     Move(S.CANCELLING, S.SUCCEEDED, COMPLETED_DESPITE_CANCEL, outcome=Out.SUCCEEDED),
 ]
+# A handler failure (failed, or a retry) uses up one of max_attempts; nothing else from a worker
+# does (see docs/state-machine.md, "Attempts and failures").
 FAIL = [
-    Move(S.RUNNING, S.FAILED, outcome=Out.FAILED),
+    Move(S.RUNNING, S.FAILED, outcome=Out.FAILED, charge=True),
     Move(S.CANCELLING, S.CANCELLED, KEEP_REASON, outcome=Out.CANCELLED),  # no retry once cancelling
 ]
 RETRY = [
-    Move(S.RUNNING, S.QUEUED, outcome=Out.RETRY),
+    Move(S.RUNNING, S.QUEUED, outcome=Out.RETRY, charge=True),
     Move(S.CANCELLING, S.CANCELLED, KEEP_REASON, outcome=Out.CANCELLED),
 ]
 RELEASE = [
@@ -133,6 +135,10 @@ class KindSpec(Protocol):
     def deadline_seconds(self) -> float | None: ...
     @property
     def requester_may_resolve(self) -> bool: ...
+    @property
+    def retry_safe(self) -> bool: ...
+    @property
+    def count_crashes(self) -> bool: ...
     def validate(self, raw: dict[str, Any]) -> dict[str, Any]: ...
 
 
@@ -143,6 +149,7 @@ class Kinds(Protocol):
     """
 
     def get(self, name: str) -> KindSpec: ...
+    def find(self, name: str) -> KindSpec | None: ...
 
 
 def redact_error(exc: BaseException, limit: int = 2000) -> dict[str, str]:
@@ -437,6 +444,8 @@ class JobStore:
                 attempt_id=m.record["current_attempt_id"],
                 attempt=m.record["attempts"],
                 max_attempts=m.record["max_attempts"],
+                failures=m.record["failures"],
+                resume_state=m.record["checkpoint"],
                 deadline_at=m.record["deadline_at"],
             )
             for m in moved
@@ -503,6 +512,36 @@ class JobStore:
 
     # -- the system: reaper, cancel grace and deadlines -------------------------------------
 
+    def _expired_lease_policy(
+        self, r: asyncpg.Record, now: datetime, retry_base: float, retry_cap: float
+    ) -> tuple[list[Move], Row, str]:
+        """How a running job whose lease expired moves (no cancel, no blind effect in flight).
+
+        The database restarting after the attempt's last heartbeat means the lease was lost to
+        an outage (``lease_lost``); otherwise the worker is taken as crashed (``abandoned``).
+        Neither uses up an attempt unless the kind counts crashes. The job runs again when its
+        kind is retry-safe or it saved a checkpoint to resume from; otherwise nobody can say
+        how far it got, and it becomes ``unknown``.
+        """
+        spec = self.registry.find(r["kind"])
+        # A kind this process does not know: only retry-safe kinds have more than one attempt.
+        retry_safe = spec.retry_safe if spec is not None else r["max_attempts"] > 1
+        outage = bool(r["database_restarted"])
+        charge = spec is not None and spec.count_crashes and not outage
+        outcome = Out.LEASE_LOST if outage else Out.ABANDONED
+        lost = "lease lost in a database outage" if outage else "lease expired"
+        row = Row(r["id"], attempt_id=r["attempt_id"])
+        if charge and r["failures"] + 1 >= r["max_attempts"]:
+            reason = f"{lost}; no attempts left"
+            return [Move(S.RUNNING, S.FAILED, reason, outcome, charge=True)], row, "failed"
+        if not (retry_safe or r["has_checkpoint"]):
+            reason = "worker lost mid-run; it cannot safely run again from the start"
+            return [Move(S.RUNNING, S.UNKNOWN, reason, outcome, charge=charge)], row, "unknown"
+        delay = backoff(r["failures"] + 1 if charge else 1, base=retry_base, cap=retry_cap)
+        row = Row(r["id"], attempt_id=r["attempt_id"], run_at=now + timedelta(seconds=delay))
+        reason = f"{lost}; " + ("resuming" if r["has_checkpoint"] else "retrying")
+        return [Move(S.RUNNING, S.QUEUED, reason, outcome, charge=charge)], row, "retried"
+
     async def reap(
         self,
         *,
@@ -540,25 +579,8 @@ class JobStore:
                         )
                     ]
                     key = "unknown"
-                elif r["attempts"] < r["max_attempts"]:
-                    delay = backoff(r["attempts"], base=retry_base, cap=retry_cap)
-                    row = Row(
-                        r["id"], attempt_id=r["attempt_id"], run_at=now + timedelta(seconds=delay)
-                    )
-                    moves = [
-                        Move(S.RUNNING, S.QUEUED, "lease expired; retrying", outcome=Out.ABANDONED)
-                    ]
-                    key = "retried"
                 else:
-                    moves = [
-                        Move(
-                            S.RUNNING,
-                            S.FAILED,
-                            "lease expired; no attempts left",
-                            outcome=Out.ABANDONED,
-                        )
-                    ]
-                    key = "failed"
+                    moves, row, key = self._expired_lease_policy(r, now, retry_base, retry_cap)
                 count(
                     key,
                     await transition(

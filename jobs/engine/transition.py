@@ -82,6 +82,7 @@ async def transition(
         nominal.value,
         _LIVE,
         _TERMINAL,
+        [m.charge for m in moves],
     )
     result = [
         Moved(

@@ -1,5 +1,9 @@
 """The ``demo`` kind: the default for trying Errand. N steps of S seconds with progress, and on
-request a failure at step K or flakiness, to show budgets, failures and retries."""
+request a failure at step K or flakiness, to show budgets, failures and retries.
+
+It checkpoints after every step, so an attempt that follows a shutdown, a crash or a flaky
+failure resumes at the next step instead of starting again.
+"""
 
 from __future__ import annotations
 
@@ -27,7 +31,10 @@ class DemoParams(BaseModel):
 @kind("demo", params=DemoParams, retry_safe=True, max_attempts=3)
 async def demo(ctx: Context, params: DemoParams) -> dict[str, Any]:
     """Take a few steps, reporting progress; optionally fail or be flaky."""
-    for number in range(1, params.steps + 1):
+    done = int((ctx.resume_state or {}).get("done", 0))
+    if done:
+        await ctx.progress(done, params.steps, f"resuming after step {done}")
+    for number in range(done + 1, params.steps + 1):
         async with ctx.step(f"step {number}"):
             if params.step_seconds:
                 await ctx.sleep(params.step_seconds)
@@ -37,5 +44,7 @@ async def demo(ctx: Context, params: DemoParams) -> dict[str, Any]:
                 raise JobFailed(f"failed at step {number} as asked (fail_at_step)")
             if params.flaky and random.random() < params.flaky:
                 raise RuntimeError(f"flaky failure at step {number} (attempt {ctx.attempt})")
-        await ctx.progress(number, params.steps, f"step {number} of {params.steps}")
+        await ctx.progress(number, params.steps, "counting" if number < params.steps else "done")
+        # Saved once the step ended: the next attempt starts at step number + 1.
+        await ctx.checkpoint({"done": number})
     return {"steps": params.steps, "attempt": ctx.attempt}

@@ -137,6 +137,10 @@ NOTICES_DEAD_LETTERED = Counter(
 # -- what the engine and the worker tell us (jobs/engine/observe.py) --------------------------
 
 
+# How an attempt ends when its lease expired (a crash, or a database outage).
+_LEASE_EXPIRED = (AttemptOutcome.ABANDONED, AttemptOutcome.LEASE_LOST)
+
+
 class EngineMetrics(observe.Observer):
     """Counts what the engine and the worker of this process did."""
 
@@ -150,7 +154,7 @@ class EngineMetrics(observe.Observer):
                     STALE_WRITES.labels(actor.value).inc()
                 continue
             TRANSITIONS.labels(m.source.value, m.target.value, actor.value).inc()
-            if outcome_by_source.get(m.source) is AttemptOutcome.ABANDONED:
+            if outcome_by_source.get(m.source) in _LEASE_EXPIRED:
                 LEASE_EXPIRIES.labels(str(m.record.get("kind"))).inc()
             if m.target is State.RUNNING and m.record.get("since_due") is not None:
                 START_LATENCY.labels(str(m.record["kind"])).observe(

@@ -4,11 +4,13 @@ runtime API: budgeted steps, guarded effects, assets and blocking work off the e
 from __future__ import annotations
 
 import asyncio
+import json
+import re
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar, overload
 
 from jobs.engine.db import UNAVAILABLE
 from jobs.engine.store import JobStore
@@ -21,6 +23,12 @@ from jobs.runtime.step import Steps
 P = ParamSpec("P")
 T = TypeVar("T")
 
+# How json.dumps writes a NUL (an escape not itself escaped), which jsonb refuses.
+_NUL_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
+
+CHECKPOINT_LIMIT = 1024 * 1024
+"""Bytes of JSON a checkpoint may hold: it is small state, not data (keep data in assets)."""
+
 
 class Context(Attempt):
     """One attempt's view of its job.
@@ -28,6 +36,9 @@ class Context(Attempt):
     A handler calls :meth:`checkpoint` (or sleeps with :meth:`sleep`) between pieces of work; when
     a cancel was requested these raise :class:`~jobs.errors.JobCancelled`, and the runtime
     records the attempt as cancelled (or, on worker shutdown, as released for another worker).
+
+    ``await ctx.checkpoint(state)`` also saves ``state`` (small JSON) for the job; the next
+    attempt (after a shutdown, a crash or a retry) receives it as :attr:`resume_state`.
     """
 
     # Progress writes are coalesced: at most one per job per interval, always the latest.
@@ -44,6 +55,7 @@ class Context(Attempt):
         kind: str,
         budget: Budget | None = None,
         assets_dir: Path | None = None,
+        resume_state: Any = None,
     ) -> None:
         super().__init__(
             store=store,
@@ -53,6 +65,9 @@ class Context(Attempt):
             attempt=attempt,
             kind=kind,
         )
+        self.resume_state: Any = resume_state
+        """What the last ``await ctx.checkpoint(state)`` of an earlier attempt saved; None on a
+        fresh start. A handler resumes from it (see docs/kinds.md, "Resuming")."""
         self._progress: dict[str, Any] | None = None
         self._progress_written_at = 0.0
         self._progress_task: asyncio.Task[None] | None = None
@@ -64,6 +79,45 @@ class Context(Attempt):
         self._effect_locks: dict[str, asyncio.Lock] = {}
         self._steps = Steps()
 
+    @overload
+    def checkpoint(self) -> None: ...
+
+    @overload
+    def checkpoint(self, state: Any) -> Awaitable[None]: ...
+
+    def checkpoint(self, state: Any = ...) -> Awaitable[None] | None:
+        """Stop here if this attempt was asked to (raise :class:`~jobs.errors.JobCancelled`).
+
+        ``ctx.checkpoint()`` only checks. ``await ctx.checkpoint(state)`` first saves ``state``
+        (JSON, at most :data:`CHECKPOINT_LIMIT` bytes) with the job's usage so far, fenced by
+        this attempt, then checks: a stop right after it loses nothing. The next attempt gets
+        ``state`` as :attr:`resume_state`.
+
+        Raises:
+            JobCancelled: a stop was requested.
+            LeaseLost: (saving) this attempt no longer holds the lease.
+            ValueError: (saving) ``state`` is not JSON or is too large.
+        """
+        if state is ...:
+            super().checkpoint()
+            return None
+        return self._save_checkpoint(state)
+
+    async def _save_checkpoint(self, state: Any) -> None:
+        try:
+            text = json.dumps(state, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"checkpoint state must be JSON: {exc}") from None
+        if len(text.encode()) > CHECKPOINT_LIMIT or _NUL_ESCAPE.search(text):
+            raise ValueError(
+                f"checkpoint state is {len(text.encode())} bytes (at most {CHECKPOINT_LIMIT}, "
+                "no NUL); keep large data in assets"
+            )
+        usage = self.usage.to_json() if self.usage is not None else None
+        await self.records.save_checkpoint(state, usage)
+        self.resume_state = state
+        super().checkpoint()
+
     async def sleep(self, seconds: float) -> None:
         """Sleep, waking at once (with :class:`~jobs.errors.JobCancelled`) when asked to stop."""
         self.checkpoint()
@@ -73,9 +127,23 @@ class Context(Attempt):
             return
         self.checkpoint()
 
-    async def progress(self, done: float, total: float | None = None, note: str = "") -> None:
-        """Report progress; writes are coalesced and fenced by this attempt."""
-        self._progress = {"done": done, "total": total, "note": note, "at": time.time()}
+    async def progress(
+        self, done: float, total: float | None = None, note: str = "", *, unit: str = "step"
+    ) -> None:
+        """Report ``done`` finished units of ``total`` (None: unknown) with a short ``note``.
+
+        Every transport shows it as one line, ``Step 5 of 5 · counting`` (``unit`` names what is
+        counted), with a bar that reaches 100 % when ``done == total``. Writes are coalesced and
+        fenced by this attempt, and never go backwards: a report below the recorded ``done``
+        (an attempt redoing work) is not shown until it catches up.
+        """
+        self._progress = {
+            "done": done,
+            "total": total,
+            "note": note,
+            "unit": unit,
+            "at": time.time(),
+        }
         wait = self._progress_written_at + self.PROGRESS_INTERVAL - time.monotonic()
         if wait <= 0:
             await self._write_progress()

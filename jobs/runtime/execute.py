@@ -9,8 +9,10 @@ transition table).
 | exceeds a budget                       | ``failed``, reason naming the bound and the usage  |
 | raises :class:`JobFailed`              | ``failed`` with its message, no retry              |
 | hits an effect in doubt without lookup | ``unknown``                                        |
-| raises anything else                   | a retry when the kind is retry-safe and attempts   |
-|                                        | remain, else ``failed``                            |
+| raises anything else                   | a retry when the kind is retry-safe and failures   |
+|                                        | remain (``max_attempts``), else ``failed``         |
+
+Only the last two use up one of ``max_attempts`` (``failures``); see docs/state-machine.md.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -40,15 +43,22 @@ async def execute(
     ids = (claim.job_id, claim.attempt_id)
     try:
         deadline: asyncio.Timeout | None = None
+        limit = ctx.budget.job_seconds
+        # The per-job time bound covers every attempt: earlier ones ran for ``spent`` seconds.
+        spent = 0.0
+        if limit is not None:
+            spent = await ctx.records.seconds_spent()
+        started = time.monotonic()
         try:
-            async with asyncio.timeout(ctx.budget.job_seconds) as deadline:
+            if limit is not None and spent >= limit:
+                raise BudgetExceeded("job_seconds", round(spent, 3), limit)
+            async with asyncio.timeout(None if limit is None else limit - spent) as deadline:
                 result = await spec.handler(ctx, spec.parse(claim.params))
         except TimeoutError:
-            if deadline is None or not deadline.expired() or ctx.budget.job_seconds is None:
+            if deadline is None or not deadline.expired() or limit is None:
                 raise
-            raise BudgetExceeded(
-                "job_seconds", round(ctx.budget.job_seconds, 3), ctx.budget.job_seconds
-            ) from None
+            used = round(spent + time.monotonic() - started, 3)
+            raise BudgetExceeded("job_seconds", used, limit) from None
     except (JobCancelled, LeaseLost):
         await ctx.flush()
         return Finish(*ids, _stopped(ctx.stop_reason))
@@ -77,8 +87,9 @@ async def execute(
         failure = redact_error(exc)
         reason = f"error: {failure['type']}: {failure['message']}"[:500]
         ctx.log.warning("job.attempt_failed", error=failure["message"])
-        if spec.retry_safe and claim.attempt < claim.max_attempts:
-            delay = backoff(claim.attempt, base=retry_base, cap=retry_cap)
+        # This failure is number failures + 1; a retry only while that leaves one to try.
+        if spec.retry_safe and claim.failures + 1 < claim.max_attempts:
+            delay = backoff(claim.failures + 1, base=retry_base, cap=retry_cap)
             run_at = datetime.now(UTC) + timedelta(seconds=delay)
             return Finish(*ids, AttemptOutcome.RETRY, error=failure, reason=reason, run_at=run_at)
         return Finish(*ids, AttemptOutcome.FAILED, error=failure, reason=reason)

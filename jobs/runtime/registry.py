@@ -33,8 +33,13 @@ class Kind:
     description: str = ""
     # Safe to run again from the start after a failure or a lost worker.
     retry_safe: bool = False
-    # Attempts in all, including the first; only retry-safe kinds get more than one.
+    # Failed attempts allowed, including the first; only retry-safe kinds get more than one.
+    # Only handler failures use them up (and crashes, with count_crashes): a release on
+    # shutdown, a lease lost in a database outage or a worker crash is not the job's fault.
     max_attempts: int = 1
+    # A worker crash while this kind runs uses up an attempt: set it for work that can itself
+    # kill its worker (memory, native code), so a poison job cannot crash workers forever.
+    count_crashes: bool = False
     # Maximum wall time from submit to the end, in seconds (None: no deadline).
     deadline_seconds: float | None = None
     # Whether the requester (not only an operator) may resolve an ``unknown`` outcome.
@@ -83,6 +88,10 @@ class Registry:
         except KeyError:
             raise UnknownKind(name, list(self._kinds)) from None
 
+    def find(self, name: str) -> Kind | None:
+        """The kind, or None when this process does not know it."""
+        return self._kinds.get(name)
+
     def names(self) -> list[str]:
         return sorted(self._kinds)
 
@@ -115,6 +124,7 @@ def kind(
     deadline_seconds: float | None = None,
     requester_may_resolve: bool = False,
     budget: Budget | None = None,
+    count_crashes: bool = False,
     into: Registry | None = None,
 ) -> Callable[[Handler], Handler]:
     """Register an async handler as a kind of job."""
@@ -131,6 +141,7 @@ def kind(
                 deadline_seconds=deadline_seconds,
                 requester_may_resolve=requester_may_resolve,
                 budget=budget,
+                count_crashes=count_crashes,
             )
         )
         return handler

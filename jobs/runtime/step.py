@@ -6,6 +6,11 @@ the step's end with its usage and outcome. Model and tool code report usage thro
 :class:`~jobs.runtime.budget.Meter`, which raises
 :class:`~jobs.errors.BudgetExceeded` inside the step on the first
 excess. The job's usage (all attempts together) is written after every step.
+
+A step cut short because its worker stops (shutdown, a lost lease; a crash is closed the same
+way by the transition that ends the attempt) ends ``interrupted``: it runs again in the next
+attempt (from the handler's last checkpoint), so it does not count against ``job_steps``; the
+tokens it used stay charged.
 """
 
 from __future__ import annotations
@@ -17,9 +22,15 @@ from contextlib import asynccontextmanager
 
 from jobs.engine.records import StepOutcome
 from jobs.errors import BudgetExceeded, JobCancelled, LeaseLost
-from jobs.runtime.attempt import Attempt
+from jobs.runtime.attempt import Attempt, StopReason
 from jobs.runtime.budget import Budget, Meter, Usage
 from jobs.secrets import scrub
+
+
+def _stopped(ctx: Attempt, *, lost: bool = False) -> StepOutcome:
+    """The outcome of a step stopped from outside: interrupted (runs again) or cancelled."""
+    worker_stop = lost or ctx.stop_reason in (StopReason.SHUTDOWN, StopReason.LOST)
+    return StepOutcome.INTERRUPTED if worker_stop else StepOutcome.CANCELLED
 
 
 class Steps:
@@ -69,13 +80,15 @@ class Steps:
         except BudgetExceeded as exc:
             outcome, error = StepOutcome.BUDGET_EXCEEDED, str(exc)
             raise
-        except (asyncio.CancelledError, LeaseLost, JobCancelled):
-            outcome = StepOutcome.CANCELLED
+        except (asyncio.CancelledError, LeaseLost, JobCancelled) as exc:
+            outcome = _stopped(ctx, lost=isinstance(exc, LeaseLost))
             raise
         except Exception as exc:
             outcome, error = StepOutcome.FAILED, f"{type(exc).__name__}: {exc}"[:500]
             raise
         finally:
+            if outcome is StepOutcome.INTERRUPTED:
+                job.steps -= 1  # it runs again; counting it twice would spend the budget twice
             meter.usage.seconds = round(time.monotonic() - started, 3)
             job.seconds = round(job.seconds + meter.usage.seconds, 3)
             await self._record_end(ctx, step_id, meter.usage, outcome, error)

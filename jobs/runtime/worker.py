@@ -335,6 +335,7 @@ class Worker:
             attempt_id=claim.attempt_id,
             attempt=claim.attempt,
             kind=claim.kind,
+            resume_state=claim.resume_state,
         )
         task = asyncio.create_task(self._run(claim, ctx), name=f"job:{claim.public_id}")
         self.running[claim.attempt_id] = _Running(claim, ctx, task)

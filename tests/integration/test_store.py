@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 import pytest
 
+import tests.kinds_for_tests  # noqa: F401  (registers crashy, a kind whose crashes count)
 from jobs.engine.model import Claim
 from jobs.engine.state import Actor, State
 from jobs.engine.store import COMPLETED_DESPITE_CANCEL, Finish, JobStore
@@ -265,7 +266,7 @@ async def test_reaper_routes_expired_leases_by_policy(store: JobStore, pool: asy
     )
     cancelling = await submit_and_claim(store)
     await store.cancel(cancelling.public_id, by="a")
-    last = await submit_and_claim(store)
+    last = await submit_and_claim(store, kind="crashy")  # a kind whose crashes count
     await pool.execute("UPDATE job SET max_attempts = 1 WHERE id = $1", last.job_id)
     for c in (retry, blind, cancelling, last):
         await expire_lease(pool, c.job_id)

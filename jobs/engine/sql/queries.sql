@@ -71,6 +71,8 @@ WITH picked AS (
     SELECT id, attempts FROM job
     WHERE state = ANY($1::job_state[]) AND run_at <= now()
       AND ($5::text[] IS NULL OR kind = ANY($5))
+      -- Never start an attempt beyond the maximum: only failures use attempts up.
+      AND failures < max_attempts
     ORDER BY run_at, id
     LIMIT $4
     FOR UPDATE SKIP LOCKED
@@ -86,13 +88,16 @@ RETURNING id, job_id;
 -- the lease; 'none' = no attempt involved. A move reason of '@keep' keeps the job's reason.
 -- $17: the states in which an attempt holds the lease (LIVE), $18: the terminal states
 -- (TERMINAL), both from jobs/engine/state.py.
+-- $19: per move, whether it uses up one of the job's max_attempts (failures + 1). The steps an
+-- ended attempt left open (a crash) are closed as 'interrupted'.
 WITH input AS (
     SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::jsonb[], $5::jsonb[],
                          $6::timestamptz[])
         AS t(job_id, attempt_id, reason, result, error, run_at)
 ), moves AS (
-    SELECT * FROM unnest($7::job_state[], $8::job_state[], $11::text[], $12::text[])
-        AS m(from_state, to_state, reason, outcome)
+    SELECT * FROM unnest($7::job_state[], $8::job_state[], $11::text[], $12::text[],
+                         $19::boolean[])
+        AS m(from_state, to_state, reason, outcome, charge)
 ), cur AS (
     SELECT j.id, j.state, j.current_attempt_id, j.reason AS old_reason,
            i.attempt_id, i.reason, i.result, i.error, i.run_at
@@ -100,7 +105,7 @@ WITH input AS (
     ORDER BY j.id
     FOR UPDATE OF j
 ), plan AS (
-    SELECT c.*, m.to_state, m.outcome,
+    SELECT c.*, m.to_state, m.outcome, m.charge,
            CASE WHEN m.reason = '@keep' THEN c.old_reason ELSE coalesce(m.reason, c.reason) END
                AS new_reason
     FROM cur c JOIN moves m ON m.from_state = c.state
@@ -117,6 +122,7 @@ WITH input AS (
             WHEN $10::text = 'claim' THEN p.attempt_id
             ELSE j.current_attempt_id END,
         attempts = j.attempts + (CASE WHEN $10::text = 'claim' THEN 1 ELSE 0 END),
+        failures = j.failures + (CASE WHEN p.charge THEN 1 ELSE 0 END),
         started_at = CASE WHEN $10::text = 'claim' THEN coalesce(j.started_at, now())
                           ELSE j.started_at END,
         finished_at = CASE WHEN p.to_state = ANY($18::job_state[]) THEN now() END,
@@ -134,6 +140,11 @@ WITH input AS (
     UPDATE attempt a SET ended_at = now(), outcome = m.attempt_outcome, error = m.attempt_error
     FROM moved m
     WHERE a.id = m.prev_attempt_id AND m.state <> ALL($17::job_state[])
+), interrupted AS (
+    UPDATE step s SET ended_at = now(), outcome = 'interrupted'
+    FROM moved m
+    WHERE s.job_id = m.id AND s.attempt_id = m.prev_attempt_id AND s.ended_at IS NULL
+      AND m.state <> ALL($17::job_state[])
 ), ev AS (
     INSERT INTO event (job_id, from_state, to_state, actor, attempt_id, reason, data)
     SELECT m.id, m.from_state, m.state, $9::job_actor,
@@ -159,7 +170,8 @@ WITH input AS (
     WHERE m.origin <> '{}'::jsonb
 )
 SELECT c.id, c.state AS from_state, m.state AS to_state, m.public_id, m.kind, m.params,
-       m.attempts, m.max_attempts, m.deadline_at, m.current_attempt_id, m.origin, m.reason,
+       m.attempts, m.failures, m.max_attempts, m.deadline_at, m.current_attempt_id, m.origin,
+       m.reason, m.checkpoint,
        now() - m.run_at AS since_due,
        CASE
            WHEN m.id IS NULL THEN NULL
@@ -192,15 +204,20 @@ WHERE r.id IS NULL OR r.state = 'cancelling';
 
 -- name: job_set_progress
 -- Record progress from the attempt holding the lease; wakes transports watching the job.
+-- Progress never goes backwards: a report below the recorded "done" (an attempt redoing work)
+-- leaves the record as it is until it catches up.
 UPDATE job SET progress = $3, updated_at = now()
 WHERE id = $1 AND current_attempt_id = $2
+  AND coalesce((progress->>'done')::float8, 0) <= coalesce(($3::jsonb->>'done')::float8, 0)
 RETURNING public_id, pg_notify('errand_progress', public_id)::text AS _notified;
 
 -- name: job_expired_leases
 -- Live jobs ($2: the states in which an attempt holds the lease) whose lease expired, locked
 -- so two reapers never act on one job.
-SELECT j.id, j.public_id, j.state, j.attempts, j.max_attempts, j.cancel_reason,
-       a.id AS attempt_id,
+SELECT j.id, j.public_id, j.kind, j.state, j.attempts, j.failures, j.max_attempts,
+       j.cancel_reason, a.id AS attempt_id, j.checkpoint IS NOT NULL AS has_checkpoint,
+       -- The database restarted after the last heartbeat: the lease ran out during an outage.
+       pg_postmaster_start_time() > a.heartbeat_at AS database_restarted,
        EXISTS (SELECT 1 FROM effect e WHERE e.job_id = j.id AND e.status = 'intent'
                  AND NOT e.has_lookup) AS blind_effect_in_flight
 FROM job j JOIN attempt a ON a.id = j.current_attempt_id

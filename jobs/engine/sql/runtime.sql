@@ -21,8 +21,24 @@ FROM step WHERE job_id = $1 ORDER BY number;
 
 -- name: job_usage_get
 -- A job's usage so far (all attempts) and its step count, read when an attempt starts metering.
-SELECT j.usage, (SELECT count(*) FROM step s WHERE s.job_id = j.id) AS steps
+-- An interrupted step (cut short, nothing kept) runs again, so it is not counted.
+SELECT j.usage,
+       (SELECT count(*) FROM step s
+        WHERE s.job_id = j.id AND s.outcome IS DISTINCT FROM 'interrupted') AS steps
 FROM job j WHERE j.id = $1;
+
+-- name: job_save_checkpoint
+-- Save the handler's state (and the job's usage so far, so the two always agree) from the
+-- attempt holding the lease; no row when it lost the lease.
+UPDATE job SET checkpoint = $3, checkpoint_attempt_id = $2, checkpoint_at = now(),
+               usage = coalesce($4, usage), updated_at = now()
+WHERE id = $1 AND current_attempt_id = $2
+RETURNING id;
+
+-- name: job_seconds_spent
+-- Wall time the job's earlier attempts ran (the per-job time bound covers every attempt).
+SELECT coalesce(sum(extract(epoch FROM coalesce(ended_at, now()) - started_at)), 0)::float8
+FROM attempt WHERE job_id = $1 AND id <> $2;
 
 -- name: job_set_usage
 -- Record a job's usage from the attempt holding the lease.
