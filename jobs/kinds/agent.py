@@ -1,24 +1,42 @@
 """The ``agent`` kind: a model-driven task through an OpenAI-compatible chat-completions API.
 
 Each step is one model call plus the tool calls it asks for; tools are catalog commands marked
-``agent_tool``. The token and tool-call bounds of a step are enforced from the usage the API
-reports and from the tool calls the model asks for (counted *before* any runs), so a job cannot
-escape a bound by running long. A stop request aborts a model request in flight (its HTTP
-connection is closed) and stops a tool's process group. The key is a ``SecretStr`` and is never
-logged or stored; endpoint and model come from ``ERRAND_AGENT_*`` settings, so OpenAI, Ollama,
-vLLM or a llama.cpp server all work.
+``agent_tool``. Budgets are hard:
+
+- every request carries ``max_tokens`` = the tokens left in the step and in the job, whichever
+  is smaller; with none left (or a request that alone needs more than is left, estimated) no
+  call is made;
+- the reply is read up to a size that ``max_tokens`` allows (:data:`REPLY_OVERHEAD` bytes plus
+  :data:`BYTES_PER_TOKEN` per token): a provider that ignores ``max_tokens`` is cut off there
+  and charged the request's estimate plus the whole ``max_tokens``;
+- a reply without ``usage`` is charged an estimate from the request and the reply
+  (:func:`jobs.runtime.budget.estimate_tokens`), marked as estimated;
+- tool calls are counted *before* any runs.
+
+The conversation is checkpointed after every model reply and every tool answer, so an attempt
+that follows a shutdown or a crash resumes after the last completed call: a model call is never
+made twice, and its tokens stay charged once. A tool call that was running when the worker
+stopped is run again only if its command is retry-safe; otherwise the model is told it was
+interrupted. The ``openai`` package is imported in a thread, never on the event loop. The key is
+a ``SecretStr``, never logged or stored.
 """
 
 from __future__ import annotations
 
+import asyncio
+import gc
+import importlib
 import json
+import sys
+import threading
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from jobs.errors import JobFailed
-from jobs.kinds.command import load_catalog, run_command
-from jobs.runtime.budget import Budget, Meter
+from jobs.kinds.command import CommandSpec, load_catalog, run_command
+from jobs.runtime.budget import Budget, Meter, estimate_tokens
 from jobs.runtime.context import Context
 from jobs.runtime.registry import kind
 from jobs.secrets import scrub
@@ -26,6 +44,17 @@ from jobs.settings import AgentSettings
 
 TOOL_OUTPUT_LIMIT = 8000
 """Characters of a tool's output the model sees (the full log is an asset)."""
+
+REPLY_OVERHEAD = 4096
+"""Bytes of a reply allowed besides its tokens: the JSON envelope, ids, usage."""
+
+BYTES_PER_TOKEN = 8
+"""Bytes of reply allowed per ``max_tokens`` token (about 4 characters a token, JSON-escaped)."""
+
+INTERRUPTED_TOOL = (
+    "error: this tool call was interrupted when its worker stopped; it may or may not have "
+    "taken effect, and it is not retry-safe, so it was not run again"
+)
 
 
 class AgentParams(BaseModel):
@@ -58,58 +87,172 @@ class AgentParams(BaseModel):
 )
 async def agent(ctx: Context, params: AgentParams) -> dict[str, Any]:
     """Work on a task with a model and the operator's agent tools."""
-    from openai import AsyncOpenAI
-
     ctx.limit(params.budget)
+    # Settings (.env), the catalog file, the openai import (~1 s) and the client (TLS context)
+    # are all blocking: done in a thread so the worker's other jobs keep their heartbeats.
+    setup = await asyncio.to_thread(_setup, params)
+    state = ctx.resume_state or {}
+    messages: list[dict[str, Any]] = list(state.get("messages") or [])
+    if not messages:
+        if params.system:
+            messages.append({"role": "system", "content": params.system})
+        messages.append({"role": "user", "content": params.prompt})
+    number = int(state.get("steps", 0))  # model calls whose reply is kept
+    started: str | None = state.get("started")  # the tool call that was running, if any
+    if number:
+        await ctx.progress(number, params.max_steps, "resuming")
+
+    async def save(running: str | None = None) -> None:
+        await ctx.checkpoint({"messages": messages, "steps": number, "started": running})
+
+    async def answer_tools(meter: Meter, calls: list[Any], interrupted: str | None) -> None:
+        meter.tool_calls(len(calls))  # raises before any runs when over the bound
+        for index, call in enumerate(calls, start=1):
+            if call.id == interrupted and not _retry_safe(setup.tools, call):
+                output = INTERRUPTED_TOOL
+            else:
+                await save(running=call.id)
+                output = await _run_tool(ctx, meter, setup.tools, call, f"{number}-{index}")
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": output})
+            await save()
+
+    try:
+        pending = _unanswered(messages)
+        if pending:  # the last reply's tool calls that have no answer yet
+            async with ctx.step(f"model {number}") as meter:
+                await answer_tools(meter, pending, started)
+        while number < params.max_steps:
+            async with ctx.step(f"model {number + 1}") as meter:
+                message = await _call_model(ctx, meter, setup, messages)
+                messages.append(message.model_dump(exclude_none=True))
+                number += 1
+                await save()  # from here on this call is never made again
+                calls = list(message.tool_calls or [])
+                if not calls:
+                    await ctx.progress(number, number, "answered")
+                    return {"answer": message.content or "", "steps": number, "model": setup.model}
+                await answer_tools(meter, calls, None)
+            await ctx.progress(number, params.max_steps, f"{len(calls)} tool call(s)")
+        raise JobFailed(f"no final answer after {params.max_steps} steps (max_steps)")
+    finally:
+        await setup.client.close()
+
+
+@dataclass
+class _Setup:
+    client: Any
+    model: str
+    tools: dict[str, CommandSpec]
+    completion: Any  # openai's ChatCompletion model
+
+
+_import_lock = threading.Lock()
+
+
+def _import_openai() -> Any:
+    """Import ``openai`` (about 1 s of work, in a thread) without stalling the event loop.
+
+    Its import allocates enough objects to set off full garbage collections, and a collection
+    holds the GIL: measured, the loop then stalled up to 130 ms even with the import in a
+    thread. The collector is paused for the import, and what the import built is frozen
+    (``gc.freeze``: long-lived module objects need no scanning), so later collections stay short.
+    """
+    with _import_lock:
+        if "openai" in sys.modules:
+            return sys.modules["openai"]
+        gc.disable()
+        try:
+            return importlib.import_module("openai")
+        finally:
+            gc.freeze()
+            gc.enable()
+
+
+def _setup(params: AgentParams) -> _Setup:
+    """Everything blocking the agent needs before its first call (run in a thread)."""
+    openai = _import_openai()
     settings = AgentSettings()
     tools = load_catalog().agent_tools()
     if params.tools is not None:
         tools = {n: tools[n] for n in params.tools}
-    messages: list[dict[str, Any]] = []
-    if params.system:
-        messages.append({"role": "system", "content": params.system})
-    messages.append({"role": "user", "content": params.prompt})
-    client = AsyncOpenAI(
+    client = openai.AsyncOpenAI(
         base_url=settings.base_url,
         api_key=settings.api_key.get_secret_value(),
         timeout=settings.timeout_seconds,
         max_retries=settings.max_retries,
     )
-    try:
-        for number in range(1, params.max_steps + 1):
-            async with ctx.step(f"model {number}") as meter:
-                extra: dict[str, Any] = {"tools": [t.tool_schema() for t in tools.values()]}
-                if not tools:
-                    extra = {}
-                reply = await ctx.race(
-                    client.chat.completions.create(
-                        model=settings.model,
-                        messages=messages,  # type: ignore[arg-type]
-                        **extra,
-                    )
-                )
-                if reply.usage is not None:
-                    meter.tokens(
-                        reply.usage.prompt_tokens,
-                        reply.usage.completion_tokens,
-                        reply.usage.total_tokens,
-                    )
-                message = reply.choices[0].message
-                messages.append(message.model_dump(exclude_none=True))
-                calls = message.tool_calls or []
-                if not calls:
-                    answer = message.content or ""
-                    await ctx.progress(number, number, "answered")
-                    return {"answer": answer, "steps": number, "model": settings.model}
-                meter.tool_calls(len(calls))  # raises before any runs when over the bound
-                for index, call in enumerate(calls, start=1):
-                    output = await _run_tool(ctx, meter, tools, call, f"{number}-{index}")
-                    messages.append({"role": "tool", "tool_call_id": call.id, "content": output})
-            note = f"step {number}: {len(calls)} tool call(s)"
-            await ctx.progress(number, params.max_steps, note)
-        raise JobFailed(f"no final answer after {params.max_steps} steps (max_steps)")
-    finally:
-        await client.close()
+    completion = importlib.import_module("openai.types.chat").ChatCompletion
+    return _Setup(client, settings.model, tools, completion)
+
+
+async def _call_model(ctx: Context, meter: Meter, setup: _Setup, messages: list[Any]) -> Any:
+    """One chat completion, held to the token bounds; returns the reply's message."""
+    request: dict[str, Any] = {"model": setup.model, "messages": messages}
+    if setup.tools:
+        request["tools"] = [t.tool_schema() for t in setup.tools.values()]
+    request_tokens = estimate_tokens(json.dumps(messages), json.dumps(request.get("tools")))
+    max_tokens = meter.reserve(request_tokens)  # raises (no call) when nothing is left
+    if max_tokens is not None:
+        request["max_tokens"] = max_tokens
+    limit = None if max_tokens is None else REPLY_OVERHEAD + BYTES_PER_TOKEN * max_tokens
+
+    async def fetch() -> bytes | None:
+        api = setup.client.chat.completions.with_streaming_response
+        async with api.create(**request) as response:
+            body = bytearray()
+            async for chunk in response.iter_bytes():
+                body += chunk
+                if limit is not None and len(body) > limit:
+                    return None  # longer than max_tokens allows: stop reading, close it
+            return bytes(body)
+
+    body = await ctx.race(fetch())
+    if body is None:
+        # The provider ignored max_tokens. Charge what it must at least have produced.
+        assert max_tokens is not None
+        ctx.log.warning("agent.reply_cut", max_tokens=max_tokens, bytes_read=limit)
+        meter.tokens(request_tokens, max_tokens, estimated=True)
+        raise JobFailed(f"the model's reply exceeded max_tokens={max_tokens}; it was cut off")
+    reply = setup.completion.construct(**json.loads(body))
+    message = reply.choices[0].message
+    usage = reply.usage
+    if usage is not None and usage.total_tokens is not None:
+        meter.tokens(usage.prompt_tokens, usage.completion_tokens, usage.total_tokens)
+    else:
+        calls = message.model_dump(exclude_none=True).get("tool_calls")
+        completion = estimate_tokens(message.content or "", json.dumps(calls) if calls else "")
+        meter.tokens(request_tokens, completion, estimated=True)
+    return message
+
+
+def _unanswered(messages: list[dict[str, Any]]) -> list[Any]:
+    """Tool calls of the last assistant message that have no tool answer yet, as objects."""
+    last = next((m for m in reversed(messages) if m.get("role") == "assistant"), None)
+    if last is None:
+        return []
+    answered = {m.get("tool_call_id") for m in messages if m.get("role") == "tool"}
+    return [
+        _Call(c["id"], _Function(c["function"]["name"], c["function"].get("arguments")))
+        for c in last.get("tool_calls") or []
+        if c["id"] not in answered
+    ]
+
+
+@dataclass
+class _Function:
+    name: str
+    arguments: str | None
+
+
+@dataclass
+class _Call:
+    id: str
+    function: _Function
+
+
+def _retry_safe(tools: dict[str, CommandSpec], call: Any) -> bool:
+    spec = tools.get(getattr(getattr(call, "function", None), "name", ""))
+    return spec is not None and spec.retry_safe
 
 
 async def _run_tool(

@@ -9,6 +9,7 @@ fill a ``{name}`` placeholder *inside* an argv element the operator wrote, as on
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import tomllib
@@ -227,9 +228,9 @@ async def run_command(
     argv = spec.argv_for(args)
 
     async def on_line(count: int, line: str) -> None:
-        await ctx.progress(count, None, scrub(line)[-200:])
+        await ctx.progress(count, None, scrub(line)[-200:], unit="line")
 
-    settings = CommandSettings()
+    settings = await asyncio.to_thread(CommandSettings)  # reads .env: not on the event loop
     result = await run_process(
         ctx,
         argv,
@@ -276,7 +277,7 @@ class CommandParams(BaseModel):
 @kind("command", params=CommandParams, retry_safe=True, max_attempts=3)
 async def command(ctx: Context, params: CommandParams) -> dict[str, Any]:
     """Run a command from the operator's catalog."""
-    spec = load_catalog().get(params.name)
+    spec = (await asyncio.to_thread(load_catalog)).get(params.name)  # file I/O: off the loop
 
     async def run() -> dict[str, Any]:
         return await run_command(ctx, spec, params.args, log_asset="command.log", progress=True)

@@ -26,7 +26,9 @@ class Budget(BaseModel):
     step_seconds: float | None = Field(default=None, gt=0, description="Wall time per step")
     job_steps: int | None = Field(default=None, ge=0, description="Steps per job")
     job_tokens: int | None = Field(default=None, ge=0, description="Model tokens per job")
-    job_seconds: float | None = Field(default=None, gt=0, description="Wall time per attempt")
+    job_seconds: float | None = Field(
+        default=None, gt=0, description="Wall time of the whole job (all attempts together)"
+    )
 
     def tighten(self, other: Budget | None) -> Budget:
         """The stricter of ``self`` and ``other`` for every bound."""
@@ -47,6 +49,8 @@ class Usage(BaseModel):
     tokens: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # The part of ``tokens`` Errand estimated because the provider reported no usage.
+    estimated_tokens: int = 0
     tool_calls: int = 0
     steps: int = 0
     seconds: float = 0.0
@@ -56,6 +60,7 @@ class Usage(BaseModel):
         self.tokens += other.tokens
         self.prompt_tokens += other.prompt_tokens
         self.completion_tokens += other.completion_tokens
+        self.estimated_tokens += other.estimated_tokens
         self.tool_calls += other.tool_calls
         self.steps += other.steps
         self.seconds = round(self.seconds + other.seconds, 3)
@@ -76,25 +81,62 @@ class Meter:
         self.usage = Usage(steps=1)
         self._job = job_usage
 
-    def tokens(self, prompt: int = 0, completion: int = 0, total: int | None = None) -> None:
-        """Record model tokens (as the provider reported them) and enforce both token bounds.
+    def tokens(
+        self,
+        prompt: int = 0,
+        completion: int = 0,
+        total: int | None = None,
+        *,
+        estimated: bool = False,
+    ) -> None:
+        """Record model tokens and enforce both token bounds.
 
-        The job's usage is charged at once, not when the step ends, so steps running at the
-        same time (``asyncio.gather``) see each other's tokens against the job bound.
+        ``estimated``: the provider reported no usage and these are Errand's estimate (see
+        :func:`estimate_tokens`); they count against the bounds like reported ones. The job's
+        usage is charged at once, not when the step ends, so steps running at the same time
+        (``asyncio.gather``) see each other's tokens against the job bound.
         """
         total = prompt + completion if total is None else total
         for usage in (self.usage, self._job):
             usage.prompt_tokens += prompt
             usage.completion_tokens += completion
             usage.tokens += total
-        self._check("step_tokens", self.usage.tokens)
-        self._check("job_tokens", self._job.tokens)
+            if estimated:
+                usage.estimated_tokens += total
+        self._check("step_tokens", self.usage.tokens, self.usage.estimated_tokens)
+        self._check("job_tokens", self._job.tokens, self._job.estimated_tokens)
 
     def tool_calls(self, count: int = 1) -> None:
         """Count tool calls *before* running them; raises when they would exceed the bound."""
         self.usage.tool_calls += count
         self._job.tool_calls += count
         self._check("step_tool_calls", self.usage.tool_calls)
+
+    def reserve(self, request_estimate: int) -> int | None:
+        """``max_tokens`` for the next model call, or raise before it is made.
+
+        Returns the tokens left in the step and in the job, whichever is smaller (None when
+        neither is bounded). Raises :class:`BudgetExceeded` (no call is made) when none are
+        left, or when the request alone (estimated, see :func:`estimate_tokens`) needs more than
+        is left: with the reply held to ``max_tokens``, a call then overshoots a bound by at
+        most its own ``max_tokens``.
+        """
+        for bound, limit, used in (
+            ("step_tokens", self.budget.step_tokens, self.usage.tokens),
+            ("job_tokens", self.budget.job_tokens, self._job.tokens),
+        ):
+            if limit is None:
+                continue
+            if used >= limit:
+                text = f"{used} of {limit} used; no call made"
+                raise BudgetExceeded(bound, used, limit, message=text)
+            if request_estimate > limit - used:
+                text = (
+                    f"{used} of {limit} used; the next request alone needs about "
+                    f"{request_estimate} (estimated); no call made"
+                )
+                raise BudgetExceeded(bound, used, limit, message=text)
+        return self.tokens_left()
 
     def tokens_left(self) -> int | None:
         """Tokens this step may still use (the smaller of the step and job remainders)."""
@@ -108,7 +150,18 @@ class Meter:
         ]
         return max(0, min(left)) if left else None
 
-    def _check(self, bound: str, used: float) -> None:
+    def _check(self, bound: str, used: float, estimated: int = 0) -> None:
         limit = getattr(self.budget, bound)
         if limit is not None and used > limit:
-            raise BudgetExceeded(bound, used, limit)
+            note = f"{estimated} of them estimated" if estimated else ""
+            raise BudgetExceeded(bound, used, limit, note)
+
+
+def estimate_tokens(*texts: str) -> int:
+    """Tokens of ``texts`` as Errand estimates them when a provider reports no usage.
+
+    One token per 4 characters, rounded up, per text: the usual rule of thumb for English with
+    GPT-style tokenizers. It works offline (no tokenizer files); it errs high on plain prose,
+    low on dense code or non-Latin scripts, and is marked as an estimate wherever it is charged.
+    """
+    return sum(-(-len(text) // 4) for text in texts if text)

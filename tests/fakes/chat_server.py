@@ -9,7 +9,13 @@ messages the request already carries. An entry is a dict with any of:
 - ``tool_calls``: ``[{"name": ..., "arguments": {...}}, ...]``;
 - ``usage``: ``{"prompt_tokens": n, "completion_tokens": m}`` (default: small numbers);
 - ``delay``: seconds to wait before answering (a slow model; an abort by the client is seen);
-- ``status`` / ``error``: an HTTP error reply instead.
+- ``status`` / ``error``: an HTTP error reply instead;
+- ``omit_usage``: misbehave by sending no ``usage`` at all (some local servers do);
+- ``ignore_max_tokens``: misbehave by sending the whole reply whatever ``max_tokens`` says.
+
+Otherwise it keeps the real service's rule for ``max_tokens`` (or ``max_completion_tokens``): a
+reply longer than that is cut to it (4 characters a token) with ``finish_reason`` ``length``,
+and its ``completion_tokens`` never exceed it.
 
 What it saw (bodies, authorization headers, aborted requests) is kept for the tests to assert.
 """
@@ -46,8 +52,8 @@ class ChatServer:
         self.requests.append(body)
         self.authorizations.append(request.headers.get("Authorization", ""))
         messages = body.get("messages", [])
-        first_user = next((m.get("content", "") for m in messages if m.get("role") == "user"), "")
-        mark = _MARK.search(str(first_user))
+        name = _script_of(body)
+        mark = _MARK.search(f"[script:{name}]") if name else None
         script = self.scripts.get(mark[1] if mark else "default", [{"content": "ok"}])
         turn = sum(1 for m in messages if m.get("role") == "assistant")
         entry = script[min(turn, len(script) - 1)]
@@ -73,8 +79,20 @@ class ChatServer:
             )
         return web.json_response(self._completion(body, entry, turn))
 
+    def count(self, script: str) -> int:
+        """Requests made for ``script`` (by its marker in the first user message)."""
+        return sum(1 for body in self.requests if _script_of(body) == script)
+
     def _completion(self, body: dict[str, Any], entry: dict[str, Any], turn: int) -> dict[str, Any]:
-        message: dict[str, Any] = {"role": "assistant", "content": entry.get("content")}
+        content = entry.get("content")
+        usage = {"prompt_tokens": 10, "completion_tokens": 5} | entry.get("usage", {})
+        finish = "tool_calls" if entry.get("tool_calls") else "stop"
+        limit = body.get("max_completion_tokens", body.get("max_tokens"))
+        if limit is not None and not entry.get("ignore_max_tokens"):
+            if isinstance(content, str) and len(content) > 4 * int(limit):
+                content, finish = content[: 4 * int(limit)], "length"
+            usage["completion_tokens"] = min(usage["completion_tokens"], int(limit))
+        message: dict[str, Any] = {"role": "assistant", "content": content}
         if entry.get("tool_calls"):
             message["tool_calls"] = [
                 {
@@ -87,9 +105,8 @@ class ChatServer:
                 }
                 for i, c in enumerate(entry["tool_calls"])
             ]
-        usage = {"prompt_tokens": 10, "completion_tokens": 5} | entry.get("usage", {})
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
-        return {
+        reply: dict[str, Any] = {
             "id": f"chatcmpl-{turn}",
             "object": "chat.completion",
             "created": int(time.time()),
@@ -98,11 +115,21 @@ class ChatServer:
                 {
                     "index": 0,
                     "message": message,
-                    "finish_reason": "tool_calls" if entry.get("tool_calls") else "stop",
+                    "finish_reason": finish,
                 }
             ],
             "usage": usage,
         }
+        if entry.get("omit_usage"):
+            del reply["usage"]
+        return reply
+
+
+def _script_of(body: dict[str, Any]) -> str | None:
+    messages = body.get("messages", [])
+    first_user = next((m.get("content", "") for m in messages if m.get("role") == "user"), "")
+    mark = _MARK.search(str(first_user))
+    return mark[1] if mark else None
 
 
 @asynccontextmanager
