@@ -79,6 +79,18 @@ def bar(done: float, total: float) -> str:
     return f"`{'▓' * filled}{'░' * (BAR_WIDTH - filled)}` {ratio:.0%}"
 
 
+def progress_bar_line(job: JobView) -> str | None:
+    """The job's one progress line, with a bar when the total is known (never ``None`` text):
+    ``▓▓▓▓▓▓▓▓▓▓░░ 80% · Step 4 of 5 · counting``. The same line as the CLI's."""
+    line = job.progress_line
+    if line is None:
+        return None
+    p = job.progress or {}
+    if p.get("total"):
+        return f"{bar(float(p['done']), float(p['total']))} · {clean(line, 150)}"
+    return clean(line, 150)
+
+
 def usage_line(usage: dict[str, Any]) -> str:
     """Budget use so far: tokens, tool calls, steps."""
     parts = []
@@ -122,30 +134,30 @@ def progress(status: JobStatus, *, task: str, may_resolve: bool) -> Progress:
     lines = [head]
     if task:
         lines.append(f"> {clean(task, 300)}")
-    attempt = f"attempt {job.attempts}/{job.max_attempts}"
+    attempt = job.attempt_line
     used = usage_line(job.usage)
+    shown = progress_bar_line(job)
     if job.state is State.QUEUED:
-        if job.attempts:  # a retry wait
+        if job.attempts:  # a retry wait, or released by a worker that stopped
             lines.append(
-                f"Retry {job.attempts + 1} of {job.max_attempts} {stamp(job.run_at)}"
+                f"Runs again {stamp(job.run_at)} · {attempt}"
                 + (f" · last try: {code(job.reason, 200)}" if job.reason else "")
             )
         else:
             lines.append(f"Waiting for a worker since {stamp(job.created_at)}")
+        if shown:  # what is done stays shown while it waits: progress never goes backwards
+            lines.append(shown)
     elif job.state in (State.RUNNING, State.CANCELLING):
-        step = next((s for s in reversed(status.steps) if s.get("outcome") is None), None)
-        if step is not None:
-            lines.append(f"Step {step['number']}: {code(str(step['name']), 100)}")
-        p = job.progress or {}
-        if p.get("total"):
-            note = f" {code(str(p.get('note') or ''), 100)}" if p.get("note") else ""
-            lines.append(f"{bar(float(p['done']), float(p['total']))}{note}")
+        if shown:
+            lines.append(shown)
         lines.append(
             " · ".join(x for x in (f"Started {stamp(job.started_at)}", attempt, used) if x)
         )
         if job.state is State.CANCELLING:
             lines.append(f"Stopping: {code(job.cancel_reason or job.reason or 'cancel', 200)}")
     elif job.state is State.UNKNOWN:
+        if shown:
+            lines.append(shown)
         lines.append(f"The outcome is unknown: {code(job.reason or 'no reason recorded', 300)}")
         lines.append(
             f"Check whether it happened, then `/job resolve {job.public_id}`."
@@ -153,6 +165,8 @@ def progress(status: JobStatus, *, task: str, may_resolve: bool) -> Progress:
             else "An operator has to check what happened and resolve it."
         )
     else:
+        if shown:
+            lines.append(shown)
         lines.append(" · ".join(x for x in (f"Took {seconds(duration(job))}", attempt, used) if x))
         if job.reason:
             lines.append(f"Reason: {code(job.reason, 300)}")
@@ -204,13 +218,9 @@ def status_page(
     ]
     if task:
         lines.append(f"> {clean(task, 200)}")
-    detail = [f"attempt {job.attempts}/{job.max_attempts}"]
-    step = next((s for s in reversed(status.steps) if s.get("outcome") is None), None)
-    if step is not None:
-        detail.append(f"step {step['number']}: {code(str(step['name']), 80)}")
-    p = job.progress or {}
-    if p.get("total"):
-        detail.append(f"progress {p['done']}/{p['total']}")
+    detail = [job.attempt_line]
+    if job.progress_line:
+        detail.append(clean(job.progress_line, 150))
     used = usage_line(job.usage)
     if used:
         detail.append(f"budget used: {used}")

@@ -159,10 +159,9 @@ def job_status(job_id: str, as_json: JsonOpt = False) -> None:
     lines = [
         f"{job.public_id} {job.kind} {job.state.value}" + (f" ({job.reason})" if job.reason else "")
     ]
-    if job.progress:
-        p = job.progress
-        lines.append(f"progress: {p.get('done')}/{p.get('total')} {p.get('note') or ''}".rstrip())
-    lines.append(f"attempts: {job.attempts}/{job.max_attempts}")
+    if job.progress_line:
+        lines.append(f"progress: {job.progress_line}")
+    lines.append(job.attempt_line)
     if job.usage:
         lines.append("usage: " + ", ".join(f"{k} {v}" for k, v in job.usage.items() if v))
     for st in status.steps:
@@ -261,7 +260,7 @@ def job_show(job_id: str, as_json: JsonOpt = False) -> None:
     lines = [
         f"{job.public_id} {job.kind} {job.state.value}"
         + (f" ({job.reason})" if job.reason else ""),
-        f"requester: {job.requester}  attempts: {job.attempts}/{job.max_attempts}  "
+        f"requester: {job.requester}  {job.attempt_line}  "
         f"created: {job.created_at:%Y-%m-%d %H:%M:%S}",
     ]
     lines += [f"  {e.at:%Y-%m-%d %H:%M:%S.%f} {e.what:8} {e.text}" for e in found.entries]

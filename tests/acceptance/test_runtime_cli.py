@@ -94,3 +94,25 @@ async def test_agent_job_finishes_and_fails_with_a_tool_call_budget_of_one(
     assert done["result"]["answer"] == "It is today, and hello."
     assert failed["state"] == "failed"
     assert failed["reason"] == "budget exceeded: tool_calls per step 2 > 1"
+
+
+async def test_status_shows_one_progress_line_and_the_attempt_and_failure_counts(
+    errand: Errand,
+    errand_raw: Callable[..., Awaitable[Any]],
+    worker: Callable[..., Awaitable[None]],
+) -> None:
+    """The human and JSON status agree with Discord: "Step 3 of 3 · done" (never None) and
+    "attempt 1 · 0 failures (max 3)"; --json carries failures and the same line."""
+    await worker()
+    job = await errand(
+        "job", "submit", "demo", "--param", "steps=3", "--param", "step_seconds=0.2", "--json"
+    )
+    status = await _until_done(errand, job["id"], [])
+    assert (status["state"], status["attempts"], status["failures"]) == ("succeeded", 1, 0)
+    assert status["progress_line"] == "Step 3 of 3 · done"
+    ran = await errand_raw("job", "status", job["id"])
+    assert ran.code == 0
+    lines = ran.out.splitlines()
+    assert "progress: Step 3 of 3 · done" in lines
+    assert "attempt 1 · 0 failures (max 3)" in lines
+    assert "None" not in ran.out

@@ -57,7 +57,7 @@ async def test_polling_the_id_reports_state_truthfully_at_each_stage(
             await poll(lambda: _is(errand, job_id, "running"))
             page = await status()
             assert state_of(page) == "running"
-            assert "attempt 1/3" in page
+            assert "attempt 1 · 0 failures (max 3)" in page
             assert "queued → running by worker" in page
             await poll(lambda: _is(errand, job_id, "succeeded"))
     page = await status()

@@ -88,26 +88,43 @@ def test_every_state_renders_its_name_and_id_and_only_live_ones_can_be_cancelled
     assert len(shown.content) <= 2000
 
 
-def test_running_shows_step_progress_bar_and_budget_use() -> None:
+def test_running_shows_one_progress_line_with_bar_attempts_and_budget_use() -> None:
+    """One line says where the job is (the same line as the CLI's); the bar agrees with it."""
     status = JobStatus(
         job(
             State.RUNNING,
-            progress={"done": 2, "total": 5, "note": "step 2 of 5"},
+            progress={"done": 2, "total": 5, "note": "counting"},
             usage={"tokens": 1234, "tool_calls": 2, "steps": 2},
         ),
         steps=[{"number": 3, "name": "step 3", "outcome": None}],
     )
     content = render.progress(status, task="", may_resolve=False).content
-    assert "Step 3: step 3" in content
-    assert "`▓▓▓▓▓░░░░░░░` 40% step 2 of 5" in content
+    assert "`▓▓▓▓▓░░░░░░░` 40% · Step 2 of 5 · counting" in content
+    assert content.count("Step ") == 1
+    assert "attempt 1 · 0 failures (max 3)" in content
     assert "1,234 tokens · 2 tool calls · 2 steps" in content
+    done = JobStatus(job(State.SUCCEEDED, progress={"done": 5, "total": 5, "note": "done"}))
+    assert (
+        "`▓▓▓▓▓▓▓▓▓▓▓▓` 100% · Step 5 of 5 · done"
+        in render.progress(done, task="", may_resolve=False).content
+    )
+
+
+def test_a_progress_line_never_shows_none() -> None:
+    """A handler that reports no total (command output lines) gets a line without "of"."""
+    lines = JobStatus(job(State.RUNNING, progress={"done": 1, "total": None, "note": "hi, you"}))
+    content = render.progress(lines, task="", may_resolve=False).content
+    assert "Step 1 · hi, you" in content
+    assert "None" not in content
+    assert "None" not in render.status_page(lines, task="", thread_id=None, deliveries=[])
 
 
 def test_a_retry_wait_and_unknown_say_what_happens_next() -> None:
     wait = render.progress(
         JobStatus(job(State.QUEUED, reason="lease expired; retrying")), task="", may_resolve=False
     ).content
-    assert "Retry 2 of 3 <t:" in wait
+    assert "Runs again <t:" in wait
+    assert "attempt 1 · 0 failures (max 3)" in wait
     assert "last try: lease expired; retrying" in wait
     unknown = render.progress(
         JobStatus(job(State.UNKNOWN, reason="worker lost")), task="", may_resolve=True
