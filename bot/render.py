@@ -193,6 +193,8 @@ def notice(job: JobView, row: OutboxRow, user_id: int | None) -> str:
     text = f"{who}{ICONS[to]} Job `{job.public_id}` **{to.value}**"
     if to in TERMINAL:
         text += f" after {seconds(duration(job))}"
+        if job.attempts > 1 or job.failures:  # restarts and retries are part of the story
+            text += f" · {job.attempt_line}"
     if reason:
         text += f": {code(str(reason), 300)}"
     if to is State.SUCCEEDED and job.result is not None:

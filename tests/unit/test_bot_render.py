@@ -151,6 +151,12 @@ def test_a_notice_mentions_the_requester_with_the_outcome() -> None:
         job(State.FAILED, finished_at=T0 + timedelta(seconds=2)), row("failed", "boom"), 42
     )
     assert failed.endswith("**failed** after 1.0 s: boom")
+    resumed = render.notice(
+        job(State.SUCCEEDED, finished_at=T0 + timedelta(seconds=9), attempts=4, failures=0),
+        row("succeeded"),
+        42,
+    )
+    assert "**succeeded** after 8.0 s · attempt 4 · 0 failures (max 3)" in resumed
 
 
 def test_the_status_page_shows_events_and_dead_letters() -> None:
