@@ -20,6 +20,7 @@ _EXPORTS: dict[str, str] = {
     "Budget": "jobs.runtime.budget",
     "Meter": "jobs.runtime.budget",
     "Usage": "jobs.runtime.budget",
+    "estimate_tokens": "jobs.runtime.budget",
     "JobFailed": "jobs.errors",
     "JobCancelled": "jobs.errors",
     "LeaseLost": "jobs.errors",
@@ -140,6 +141,7 @@ __all__ = [
     "default_registry",
     "discord_rate_limited",
     "discord_retry",
+    "estimate_tokens",
     "get_logger",
     "incarnation",
     "kind",
@@ -213,7 +215,7 @@ if TYPE_CHECKING:
         notice_delivered,
     )
     from jobs.retry import backoff
-    from jobs.runtime.budget import Budget, Meter, Usage
+    from jobs.runtime.budget import Budget, Meter, Usage, estimate_tokens
     from jobs.runtime.context import Context
     from jobs.runtime.registry import Kind, Registry, kind
     from jobs.runtime.worker import Worker
