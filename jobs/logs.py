@@ -20,7 +20,7 @@ from typing import Any
 import structlog
 from structlog.typing import FilteringBoundLogger
 
-from jobs.secrets import scrub
+from jobs.secrets import scrub, scrub_data
 
 # Keys whose values are never written to a log line, whatever a caller passes.
 _SECRET_KEYS = frozenset({"token", "password", "api_key", "secret", "authorization", "dsn", "url"})
@@ -32,6 +32,8 @@ def _redact(_: Any, __: str, event_dict: MutableMapping[str, Any]) -> MutableMap
             event_dict[key] = "**********"
         elif isinstance(event_dict[key], str):
             event_dict[key] = scrub(event_dict[key])
+        elif isinstance(event_dict[key], dict | list | tuple):
+            event_dict[key] = scrub_data(event_dict[key])  # a secret inside a logged value
     return event_dict
 
 

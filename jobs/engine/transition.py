@@ -12,6 +12,7 @@ into typed errors. Writes from an attempt that lost its lease become ``ignored``
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from jobs.engine import observe
@@ -19,6 +20,7 @@ from jobs.engine.db import Conn
 from jobs.engine.model import Fence, Move, Moved, Row
 from jobs.engine.queries import q
 from jobs.engine.state import LIVE, TERMINAL, Actor, State, check_moves
+from jobs.secrets import scrub, scrub_data
 
 # The state sets the statement needs (who holds a lease, what is finished), from the table.
 _LIVE = sorted(s.value for s in LIVE)
@@ -62,6 +64,18 @@ async def transition(
         raise ValueError("at most one move per source state")
     if not rows:
         return []
+    # Every job record goes through here: a configured secret (a provider's error echoing the
+    # API key) is masked by value whatever the writer did. Patterns are applied where text is
+    # made (errors), not to results, which may legitimately look like "token: ...".
+    rows = [
+        replace(
+            r,
+            reason=scrub(r.reason, patterns=False) if r.reason else r.reason,
+            result=scrub_data(r.result, patterns=False),
+            error=scrub_data(r.error, patterns=False),
+        )
+        for r in rows
+    ]
     records = await conn.fetch(
         q("job_transition"),
         [r.job_id for r in rows],
