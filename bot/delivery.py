@@ -41,6 +41,7 @@ from jobs import (
     OUTBOX_CHANNEL,
     PROGRESS_CHANNEL,
     TERMINAL,
+    UNAVAILABLE,
     JobStatus,
     JobStore,
     Outbox,
@@ -52,11 +53,17 @@ from jobs import (
     discord_retry,
     get_logger,
     incarnation,
+    is_unavailable,
     notice_dead_lettered,
     notice_delivered,
 )
 
 log = get_logger("bot.delivery")
+
+# Errors after which a round or the listener is simply tried again: the database unavailable
+# (the one list, jobs.engine.db.UNAVAILABLE) or refusing a statement.
+_TRANSIENT: tuple[type[BaseException], ...] = (*UNAVAILABLE, asyncpg.PostgresError)
+_TRANSIENT_ROUND: tuple[type[BaseException], ...] = (*_TRANSIENT, discord.DiscordServerError)
 
 
 def _hash(text: str) -> str:
@@ -122,7 +129,7 @@ class Delivery:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         self.discord.close()
-        with contextlib.suppress(OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
+        with contextlib.suppress(*_TRANSIENT):
             await self.pool.execute(sql("binding_release_render"), self.name)
         if self._listener is not None:
             with contextlib.suppress(Exception):
@@ -135,19 +142,32 @@ class Delivery:
             try:
                 for due in await self.outbox.due_jobs(500):
                     self.poke(due.job_id, due.public_id)
-            except (OSError, asyncpg.PostgresError) as exc:
-                log.warning("delivery.poll_failed", error=str(exc))
+            except Exception as exc:
+                # No error ends the delivery loop: an outage (any of UNAVAILABLE, e.g. asyncpg's
+                # "another operation is in progress" after a restart) is retried next round.
+                log.warning(
+                    "delivery.poll_failed",
+                    error=f"{type(exc).__name__}: {exc}"[:300],
+                    unavailable=is_unavailable(exc),
+                )
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), self.settings.delivery_poll_seconds)
 
     async def _listen(self) -> None:
+        if self._listener is not None and not self._listener.is_closed():
+            return
+        self._listener = None
         try:
             # A plain connection: LISTEN payloads are text, no codecs needed.
             listener = self._listener = await asyncpg.connect(self.dsn)
             await listener.add_listener(OUTBOX_CHANNEL, self._on_outbox)
             await listener.add_listener(PROGRESS_CHANNEL, self._on_progress)
-        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+        except _TRANSIENT as exc:
             log.warning("delivery.listen_failed", error=str(exc))  # polling still works
+            if self._listener is not None:
+                with contextlib.suppress(Exception):
+                    self._listener.terminate()
+                self._listener = None
 
     def _on_outbox(self, *_: Any) -> None:
         self._wake.set()
@@ -163,7 +183,10 @@ class Delivery:
             task.add_done_callback(self._lookups.discard)
 
     async def _poke_by_public_id(self, public_id: str) -> None:
-        row = await self.pool.fetchrow(sql("binding_by_public_id"), public_id)
+        try:
+            row = await self.pool.fetchrow(sql("binding_by_public_id"), public_id)
+        except _TRANSIENT:
+            return  # the poll loop finds the job's rows anyway
         if row is not None and self._owns(row["partition"]):
             self.poke(row["job_id"], public_id, progress_only=True)
 
@@ -224,9 +247,7 @@ class Delivery:
                         "delivery.round_failed",
                         job_id=public_id,
                         error=repr(exc),
-                        exc_info=not isinstance(
-                            exc, (OSError, asyncpg.PostgresError, discord.DiscordServerError)
-                        ),
+                        exc_info=not isinstance(exc, _TRANSIENT_ROUND),
                     )
                     if errors >= 5:
                         return
@@ -278,7 +299,7 @@ class Delivery:
                     return True
                 notice_delivered(row.topic, _age(row.created_at))
                 pending.pop(0)
-        except (OSError, asyncpg.PostgresError, discord.DiscordServerError) as exc:
+        except _TRANSIENT_ROUND as exc:
             # Transient (Discord 5xx, network, database): try again soon, no attempt counted.
             await self.outbox.release(pending, 1.0)
             if isinstance(exc, OSError):  # 5xx answers are counted where they arrive (trace)

@@ -14,7 +14,7 @@ from typing import Any
 
 import discord
 
-from jobs import TERMINAL, JobStatus, JobView, OutboxRow, State
+from jobs import TERMINAL, JobStatus, JobView, OutboxRow, State, scrub
 
 MAX_CONTENT = 2000
 BAR_WIDTH = 12
@@ -38,14 +38,14 @@ CANCELLABLE = frozenset({State.QUEUED, State.RUNNING})
 
 def clean(text: str, limit: int) -> str:
     """User text made inert (no markdown, no mentions) on one line, cut to ``limit``."""
-    one_line = " ".join(text.split())
+    one_line = " ".join(scrub(text, patterns=False).split())
     escaped = discord.utils.escape_mentions(discord.utils.escape_markdown(one_line))
     return escaped if len(escaped) <= limit else escaped[: limit - 1] + "…"
 
 
 def code(text: str, limit: int) -> str:
     """Text shown inside inline code: backticks cannot close it early."""
-    text = " ".join(text.split()).replace("`", "ˋ")
+    text = " ".join(scrub(text, patterns=False).split()).replace("`", "ˋ")
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -23,6 +23,7 @@ from jobs import (
     HealthServer,
     Settings,
     Worker,
+    exit_if_abandoned,
     get_logger,
     open_engine,
     register_secret,
@@ -55,7 +56,7 @@ def token_of(bot_settings: BotSettings) -> str:
             "portal and set DISCORD_TOKEN"
         )
     token = bot_settings.token.get_secret_value().strip()
-    register_secret(token)  # never in a log line, whatever logs it (jobs/secrets.py)
+    register_secret(token)  # masked by value in every text Errand writes from now on
     if any(c.isspace() for c in token):
         raise BadToken("DISCORD_TOKEN is not a valid token (it contains spaces)")
     return token
@@ -99,11 +100,18 @@ async def serve(settings: Settings, bot_settings: BotSettings, *, with_worker: b
         finally:
             stop.set()
             await bot.close()
-            for task in tasks.values():
+            for name, task in tasks.items():
                 with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await asyncio.wait_for(task, settings.worker.shutdown_grace_seconds + 5)
+                    if name == "worker":
+                        # No timeout: the worker waits for jobs that have not stopped (they keep
+                        # their leases) and ends on its own at a second signal.
+                        await task
+                    else:
+                        await asyncio.wait_for(task, settings.worker.shutdown_grace_seconds + 5)
             if health is not None:
                 await health.stop()
+            if with_worker:
+                exit_if_abandoned(worker)
 
 
 async def run_bot(

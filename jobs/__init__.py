@@ -65,8 +65,13 @@ _EXPORTS: dict[str, str] = {
     "open_engine": "jobs.ops.app",
     "stop_on_signals": "jobs.ops.app",
     "Worker": "jobs.runtime.worker",
+    "exit_if_abandoned": "jobs.runtime.worker",
     "backoff": "jobs.retry",
     "supervise": "jobs.tasks",
+    # faults: what counts as a database outage, and secrets masked by value
+    "UNAVAILABLE": "jobs.engine.db",
+    "is_unavailable": "jobs.engine.db",
+    "scrub": "jobs.secrets",
     "load_settings": "jobs.ops.cli",
     # /healthz, /readyz and /metrics of a long-running process
     "HealthServer": "jobs.ops.health",
@@ -87,11 +92,11 @@ _EXPORTS: dict[str, str] = {
 _RENAMED = {
     "ID_PATTERN": "PATTERN",
     "normalize_id": "normalize",
+    "register_secret": "register",
     "cli_app": "app",
     "cli_fail": "fail",
     "run_cli": "run",
     "HealthCheck": "Check",
-    "register_secret": "register",
 }
 
 __all__ = [
@@ -99,6 +104,7 @@ __all__ = [
     "OUTBOX_CHANNEL",
     "PROGRESS_CHANNEL",
     "TERMINAL",
+    "UNAVAILABLE",
     "Actor",
     "Budget",
     "BudgetExceeded",
@@ -142,8 +148,10 @@ __all__ = [
     "discord_rate_limited",
     "discord_retry",
     "estimate_tokens",
+    "exit_if_abandoned",
     "get_logger",
     "incarnation",
+    "is_unavailable",
     "kind",
     "load_named",
     "load_settings",
@@ -153,6 +161,7 @@ __all__ = [
     "open_engine",
     "register_secret",
     "run_cli",
+    "scrub",
     "start_health",
     "stop_on_signals",
     "supervise",
@@ -174,6 +183,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
+    from jobs.engine.db import UNAVAILABLE, is_unavailable
     from jobs.engine.ids import PATTERN as ID_PATTERN
     from jobs.engine.ids import incarnation
     from jobs.engine.ids import normalize as normalize_id
@@ -218,6 +228,7 @@ if TYPE_CHECKING:
     from jobs.runtime.budget import Budget, Meter, Usage, estimate_tokens
     from jobs.runtime.context import Context
     from jobs.runtime.registry import Kind, Registry, kind
-    from jobs.runtime.worker import Worker
+    from jobs.runtime.worker import Worker, exit_if_abandoned
     from jobs.secrets import register as register_secret
+    from jobs.secrets import scrub
     from jobs.tasks import supervise

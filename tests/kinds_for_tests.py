@@ -9,6 +9,7 @@ then sleeps so a test can SIGKILL the worker between the intent and the outcome.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
 from pathlib import Path
@@ -115,3 +116,66 @@ async def resumer(ctx: Context, params: ResumeParams) -> dict[str, Any]:
             await ctx.sleep(0.05)
         await ctx.checkpoint({"done": number, "seen": seen})
     return {"seen": seen}
+
+
+class BlockingParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    log: str
+    seconds: float = 4.0
+
+
+def _work_in_thread(log: Path, label: str, seconds: float) -> None:
+    """Blocking work that records, from inside the thread, when it started and ended."""
+    with log.open("a") as f:
+        f.write(f"start {label} {time.time()}\n")
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        time.sleep(0.05)
+    with log.open("a") as f:
+        f.write(f"end {label} {time.time()}\n")
+
+
+@kind("blocking_probe", params=BlockingParams, retry_safe=True, max_attempts=3)
+async def blocking_probe(ctx: Context, params: BlockingParams) -> dict[str, Any]:
+    """Blocking work in a thread (run_blocking), logging its times for an overlap check."""
+    await ctx.run_blocking(
+        _work_in_thread, Path(params.log), f"{ctx.public_id}/{ctx.attempt}", params.seconds
+    )
+    ctx.checkpoint()
+    return {"attempt": ctx.attempt}
+
+
+class SwallowParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    seconds: float = 120.0
+
+
+@kind("swallower", params=SwallowParams)
+async def swallower(ctx: Context, params: SwallowParams) -> dict[str, Any]:
+    """A badly written handler: it swallows cancellation and never checks for a stop."""
+    end = time.monotonic() + params.seconds
+    while time.monotonic() < end:
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.sleep(0.1)
+    return {}
+
+
+class OneShotParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    log: str
+    seconds: float = 3.0
+
+
+def _append(path: Path, line: str) -> None:
+    with path.open("a") as f:
+        f.write(line)
+
+
+@kind("one_shot", params=OneShotParams)
+async def one_shot(ctx: Context, params: OneShotParams) -> dict[str, Any]:
+    """Not retry-safe (one attempt): records each attempt it starts, then works in steps."""
+    await ctx.run_blocking(_append, Path(params.log), f"{ctx.public_id} {ctx.attempt}\n")
+    for i in range(int(params.seconds * 10)):
+        async with ctx.step(f"s{i}"):
+            await ctx.sleep(0.1)
+    return {"attempt": ctx.attempt}

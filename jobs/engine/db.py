@@ -17,11 +17,14 @@ A crash (SIGKILL, OOM) leaves two things behind, both found at the next start:
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import time
 import warnings
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import asyncpg
 
@@ -30,19 +33,87 @@ from jobs.settings import DatabaseSettings, default_data_dir
 
 log = get_logger("db")
 
+T = TypeVar("T")
+
 Conn = asyncpg.Connection | asyncpg.pool.PoolConnectionProxy
 """A connection, pooled or not."""
 
 UNAVAILABLE: tuple[type[BaseException], ...] = (
+    # Sockets: refused, reset, timed out; FileNotFoundError when a unix socket vanished
+    # while the server restarts (all OSError).
     OSError,
     TimeoutError,
+    # SQLSTATE class 08 (connection exception), including ConnectionDoesNotExistError:
+    # "connection was closed in the middle of operation".
     asyncpg.PostgresConnectionError,
+    # 57P01-57P03: admin or crash shutdown, "the database system is starting up".
     asyncpg.CannotConnectNowError,
-    asyncpg.InterfaceError,  # e.g. a pooled connection closed under us
     asyncpg.exceptions.AdminShutdownError,
     asyncpg.exceptions.CrashShutdownError,
+    asyncpg.exceptions.TooManyConnectionsError,  # 53300, e.g. while backends of a restart linger
+    # "cannot perform operation: connection is closed / another operation is in progress",
+    # "pool is closing": a pooled connection closed under us. DataError and other argument
+    # errors are InterfaceErrors too, but they are not outages: see is_unavailable().
+    asyncpg.InterfaceError,
+    # The protocol state machine of a connection that broke mid-query ("cannot switch to state
+    # 15; another operation is in progress"); a fresh connection works.
+    asyncpg.exceptions.InternalClientError,
 )
-"""Errors that mean "the database is unreachable right now", as opposed to a refused query."""
+"""Errors that mean "the database is unreachable right now", as opposed to a refused query.
+
+The one list of them: every loop and every write that rides out an outage uses it (through
+``except UNAVAILABLE`` or :func:`is_unavailable`)."""
+
+_REFUSALS: tuple[type[BaseException], ...] = (
+    asyncpg.exceptions.DataError,  # a bad argument: retrying cannot help
+    asyncpg.exceptions.ClientConfigurationError,
+    asyncpg.exceptions.UnsupportedClientFeatureError,
+    asyncpg.exceptions.UnsupportedServerFeatureError,
+)
+
+
+class DatabaseUnavailable(Exception):
+    """A runtime write could not reach the database for as long as the attempt's lease lasts.
+
+    Not the job's fault: the worker records nothing for the attempt and leaves it to lease
+    expiry and the reaper, whose rules say whether it runs again.
+    """
+
+
+def is_unavailable(exc: BaseException) -> bool:
+    """Whether ``exc`` means the database could not be reached (so retrying later may work)."""
+    return isinstance(exc, UNAVAILABLE) and not isinstance(exc, _REFUSALS)
+
+
+async def ride_out(
+    what: str,
+    op: Callable[[], Awaitable[T]],
+    *,
+    within: float,
+    log_to: Any = None,
+) -> T:
+    """Run ``op``, retrying it with backoff while the database is unavailable, for ``within``
+    seconds at most (then :class:`DatabaseUnavailable` is raised from the last error).
+
+    ``op`` must be safe to run again after a failure whose commit may or may not have landed
+    (an idempotent or fenced write).
+    """
+    deadline = time.monotonic() + within
+    delay = 0.1
+    while True:
+        try:
+            return await op()
+        except UNAVAILABLE as exc:
+            left = deadline - time.monotonic()
+            if not is_unavailable(exc):
+                raise
+            if left <= 0:
+                raise DatabaseUnavailable(f"{what}: {type(exc).__name__}: {exc}"[:300]) from exc
+            (log_to or log).warning(
+                "db.write_retried", during=what, error=str(exc)[:200], retry_in=delay
+            )
+            await asyncio.sleep(min(delay, left))
+            delay = min(delay * 2, 2.0)
 
 
 def embedded_dsn(data_dir: Path) -> str:

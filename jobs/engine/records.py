@@ -130,11 +130,14 @@ class AttemptRecords:
 
     # -- effects --------------------------------------------------------------------------
 
-    async def effect_begin(self, key: str, *, has_lookup: bool) -> EffectBegun:
+    async def effect_begin(
+        self, key: str, *, has_lookup: bool, ran_here: bool = False
+    ) -> EffectBegun:
         """Look up the effect ``key`` and, unless it is done or in doubt, record the intent.
 
         An intent left by an earlier attempt is in doubt unless a person resolved the job as a
-        retry after it was recorded (they took responsibility: it runs again).
+        retry after it was recorded (they took responsibility: it runs again). An intent of this
+        attempt is in doubt only when ``ran_here`` (its ``do`` already ran in this attempt).
 
         Raises:
             LeaseLost: nothing was recorded.
@@ -145,6 +148,11 @@ class AttemptRecords:
             if row is not None and row["status"] == EffectStatus.DONE:
                 return EffectBegun(done=True, outcome=row["outcome"])
             in_doubt = row is not None and row["status"] == EffectStatus.INTENT
+            own = row is not None and row["attempt_id"] == self.attempt_id
+            if in_doubt and own and not ran_here:
+                # This attempt's own intent, from a write retried through an outage whose
+                # commit landed: ``do`` has not run in this attempt, so nothing is in doubt.
+                in_doubt = False
             if (
                 row is not None
                 and in_doubt
@@ -211,7 +219,8 @@ class AttemptRecords:
             # keeps it from moving meanwhile): a stale attempt must not replace, or remove, the
             # file of the current one.
             await self._lock(conn)
-            if move is not None:
+            # A retry after an outage whose first try moved the file finds it in place.
+            if move is not None and move[0].exists():
                 os.replace(*move)
             row = await conn.fetchrow(
                 q("asset_put"),

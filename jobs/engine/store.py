@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 import asyncpg
 
+import jobs.limits as limits
 from jobs.engine import observe
 from jobs.engine.db import Conn
 from jobs.engine.ids import new_public_id, normalize
@@ -77,6 +78,12 @@ RELEASE = [
     Move(S.RUNNING, S.QUEUED, "released by worker shutdown", outcome=Out.RELEASED),
     Move(S.CANCELLING, S.CANCELLED, KEEP_REASON, outcome=Out.CANCELLED),
 ]
+# Stopped by a worker shutdown, but not safe to run again from the start: nobody knows how far
+# it got (the attempt itself counts as released).
+STOP_MID_RUN = [
+    Move(S.RUNNING, S.UNKNOWN, outcome=Out.RELEASED),
+    Move(S.CANCELLING, S.CANCELLED, KEEP_REASON, outcome=Out.CANCELLED),
+]
 ACK_CANCEL = [Move(S.CANCELLING, S.CANCELLED, KEEP_REASON, outcome=Out.CANCELLED)]
 MARK_UNKNOWN = [Move(S.RUNNING, S.UNKNOWN, outcome=Out.UNKNOWN)]
 
@@ -101,6 +108,9 @@ class Finish:
     error: Any = None
     reason: str | None = None
     run_at: datetime | None = None
+    # A released attempt whose job may not run again from the start (not retry-safe, or no
+    # attempt left): the job ends unknown instead of being queued (STOP_MID_RUN).
+    mid_run: bool = False
 
 
 _FINISH_MOVES: Mapping[AttemptOutcome, tuple[list[Move], State]] = {
@@ -209,6 +219,14 @@ class JobStore:
             IdempotencyConflict: the key already made a job of another kind or with other
                 params; nothing was created.
         """
+        limits.text("kind", kind)
+        limits.text("requester", requester)
+        if idempotency_key is not None:
+            limits.text("idempotency key", idempotency_key)
+        if origin_group is not None:
+            limits.text("origin group", origin_group)
+        limits.json_value("params", params)
+        limits.json_value("origin", origin or {})
         spec = self.registry.get(kind)
         clean = spec.validate(params)
         async with self.pool.acquire() as conn, conn.transaction():
@@ -391,7 +409,7 @@ class JobStore:
         if target not in allowed(S.UNKNOWN, actor):
             raise NotAllowed(f"a {actor.value} cannot resolve a job as {outcome}")
         text = f"resolved as {outcome} by {by}: {note}"
-        async with self.pool.acquire() as conn:
+        async with self.pool.acquire() as conn, conn.transaction():
             [moved] = await transition(
                 conn,
                 actor=actor,
@@ -401,6 +419,10 @@ class JobStore:
                 nominal=target,
                 data={"note": note, "by": by},
             )
+            if moved.ok and target is S.QUEUED:
+                # A person asked for one more run: the claim never starts an attempt beyond
+                # max_attempts, so grant it.
+                await conn.execute(q("job_grant_attempt"), job.id)
         if not moved.ok:
             raise IllegalTransition(job.public_id, moved.source.value, target.value, actor.value)
         return await self.get(job.public_id)
@@ -479,15 +501,15 @@ class JobStore:
         an ignored event; the returned ``Moved`` says which rows moved.
         """
         out: list[Moved] = []
-        by_outcome: dict[AttemptOutcome, list[Finish]] = {}
+        by_outcome: dict[tuple[AttemptOutcome, bool], list[Finish]] = {}
         for f in finishes:
-            by_outcome.setdefault(f.outcome, []).append(f)
+            by_outcome.setdefault((f.outcome, f.mid_run), []).append(f)
         async with self.pool.acquire() as conn, conn.transaction():
             # One statement per outcome would lock the jobs group by group, not in id order,
             # and could deadlock with another batch; lock them all in id order first.
             await conn.execute(q("job_lock_many"), sorted({f.job_id for f in finishes}))
-            for outcome, group in by_outcome.items():
-                moves, nominal = _FINISH_MOVES[outcome]
+            for (outcome, mid_run), group in by_outcome.items():
+                moves, nominal = (STOP_MID_RUN, S.UNKNOWN) if mid_run else _FINISH_MOVES[outcome]
                 out += await transition(
                     conn,
                     actor=Actor.WORKER,

@@ -10,12 +10,16 @@ from dataclasses import dataclass
 
 import asyncpg
 
-from jobs.engine.db import create_pool, resolve_dsn
+from jobs.engine.db import create_pool, resolve_dsn, ride_out
 from jobs.engine.migrate import migrate
 from jobs.engine.store import JobStore, Quotas
 from jobs.kinds import default_registry
 from jobs.runtime.registry import Registry
+from jobs.secrets import register_settings
 from jobs.settings import Settings
+
+STARTUP_WAIT_SECONDS = 15.0
+"""How long a starting process waits for an unavailable database before giving up."""
 
 
 @dataclass
@@ -52,16 +56,31 @@ def stop_on_signals(
 
 @asynccontextmanager
 async def open_engine(
-    settings: Settings, *, registry: Registry | None = None, pool_max: int | None = None
+    settings: Settings,
+    *,
+    registry: Registry | None = None,
+    pool_max: int | None = None,
+    wait: float = STARTUP_WAIT_SECONDS,
 ) -> AsyncIterator[Engine]:
     """Start (or join) the database, apply migrations and yield the engine."""
+    register_settings(settings)  # secrets are masked by value from here on
     dsn = resolve_dsn(settings.db)
-    pool = await create_pool(
-        dsn, min_size=settings.db.pool_min, max_size=pool_max or settings.db.pool_max
+    # A process started while PostgreSQL restarts (a deploy during maintenance) waits for it
+    # a little instead of exiting.
+    pool = await ride_out(
+        "connect",
+        lambda: create_pool(
+            dsn, min_size=settings.db.pool_min, max_size=pool_max or settings.db.pool_max
+        ),
+        within=wait,
     )
     try:
-        async with pool.acquire() as conn:
-            await migrate(conn)
+
+        async def migrated() -> None:
+            async with pool.acquire() as conn:
+                await migrate(conn)
+
+        await ride_out("migrate", migrated, within=wait)
         registry = registry or default_registry(settings.extra_kinds)
         quotas = Quotas(settings.quota.per_requester, settings.quota.per_group)
         yield Engine(dsn, pool, registry, JobStore(pool, registry, quotas=quotas))

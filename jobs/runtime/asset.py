@@ -14,6 +14,7 @@ from pathlib import Path
 
 from jobs.engine.records import read_asset
 from jobs.runtime.attempt import Attempt
+from jobs.secrets import scrub_bytes
 
 INLINE_LIMIT = 256 * 1024
 """Assets up to this many bytes live in PostgreSQL; larger ones in a file."""
@@ -49,8 +50,13 @@ async def put_asset(
     if isinstance(data, str):
         data, content_type = data.encode(), content_type or "text/plain; charset=utf-8"
     content_type = content_type or "application/octet-stream"
-    if len(data) <= INLINE_LIMIT:
-        await ctx.records.asset_put(name, content_type, len(data), data=data)
+    data = scrub_bytes(data)  # a command's log may print a secret it was given
+    size = len(data)
+    if size <= INLINE_LIMIT:
+        inline = data
+        await ctx.write(
+            "asset", lambda: ctx.records.asset_put(name, content_type, size, data=inline)
+        )
         ctx.log.info("asset.stored", asset=name, size=len(data), in_file=False)
         return AssetRef(name, len(data), None)
     path = assets_dir / ctx.public_id / name
@@ -58,7 +64,9 @@ async def put_asset(
     tmp = path.with_name(f".{name}.{ctx.attempt_id}.tmp")
     await asyncio.to_thread(tmp.write_bytes, data)
     try:
-        await ctx.records.asset_put(name, content_type, len(data), move=(tmp, path))
+        await ctx.write(
+            "asset", lambda: ctx.records.asset_put(name, content_type, size, move=(tmp, path))
+        )
     finally:
         tmp.unlink(missing_ok=True)
     ctx.log.info("asset.stored", asset=name, size=len(data), in_file=True)

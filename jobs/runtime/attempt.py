@@ -9,14 +9,19 @@ module and not on the context that offers them: imports point one way.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from enum import StrEnum
+from typing import TypeVar
 
 import structlog
 from structlog.typing import FilteringBoundLogger
 
+from jobs.engine.db import ride_out
 from jobs.engine.records import AttemptRecords
 from jobs.engine.store import JobStore
 from jobs.errors import JobCancelled
+
+T = TypeVar("T")
 
 
 class StopReason(StrEnum):
@@ -25,7 +30,8 @@ class StopReason(StrEnum):
     CANCEL = "cancel"
     """A cancel request or the deadline: the attempt ends as ``cancelled``."""
     SHUTDOWN = "shutdown"
-    """The worker is stopping: the attempt is ``released`` for another worker."""
+    """The worker is stopping: the attempt is ``released`` (queued again when the kind is
+    retry-safe with an attempt left, else the job ends ``unknown``)."""
     LOST = "lost"
     """The lease was lost: nothing more is recorded for this attempt."""
 
@@ -42,6 +48,7 @@ class Attempt:
         attempt_id: int,
         attempt: int,
         kind: str,
+        write_within: float = 30.0,
     ) -> None:
         self.store = store
         self.job_id = job_id
@@ -56,6 +63,21 @@ class Attempt:
         self.log: FilteringBoundLogger = structlog.get_logger("job").bind(
             job_id=public_id, attempt_id=attempt_id, kind=kind
         )
+        # How long a runtime write (step, usage, progress, effect, asset) retries through a
+        # database outage: the lease. Past it the lease is gone anyway; the reaper settles it.
+        self.write_within = write_within
+        self.effects_ran: set[str] = set()
+        """Keys of effects whose ``do`` ran in this attempt (an own intent is then in doubt)."""
+
+    async def write(self, what: str, op: Callable[[], Awaitable[T]]) -> T:
+        """Run one of the runtime's own writes for this attempt, riding out a database outage.
+
+        A job fails only because of its own work, never because Errand could not write about
+        it: the write is retried while the database is unavailable (:data:`UNAVAILABLE`), up to
+        ``write_within`` seconds, then :class:`~jobs.engine.db.DatabaseUnavailable` is raised.
+        Every write passed here is idempotent or fenced by the attempt.
+        """
+        return await ride_out(what, op, within=self.write_within, log_to=self.log)
 
     def request_stop(self, why: StopReason) -> None:
         """Tell the handler to stop at its next checkpoint (called by the runtime).

@@ -4,6 +4,8 @@ runtime API: budgeted steps, guarded effects, assets and blocking work off the e
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import json
 import re
 import time
@@ -12,13 +14,17 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar, overload
 
-from jobs.engine.db import UNAVAILABLE
+from jobs.engine.db import UNAVAILABLE, DatabaseUnavailable
 from jobs.engine.store import JobStore
 from jobs.runtime.asset import AssetRef, put_asset
 from jobs.runtime.attempt import Attempt
 from jobs.runtime.budget import Budget, Meter, Usage
 from jobs.runtime.effect import Do, Lookup, run_effect
 from jobs.runtime.step import Steps
+from jobs.secrets import scrub
+
+# Progress is advisory: when it cannot be written, the next report carries the latest value.
+_NOT_WRITTEN: tuple[type[BaseException], ...] = (*UNAVAILABLE, DatabaseUnavailable)
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -56,6 +62,7 @@ class Context(Attempt):
         budget: Budget | None = None,
         assets_dir: Path | None = None,
         resume_state: Any = None,
+        write_within: float = 30.0,
     ) -> None:
         super().__init__(
             store=store,
@@ -64,6 +71,7 @@ class Context(Attempt):
             attempt_id=attempt_id,
             attempt=attempt,
             kind=kind,
+            write_within=write_within,
         )
         self.resume_state: Any = resume_state
         """What the last ``await ctx.checkpoint(state)`` of an earlier attempt saved; None on a
@@ -78,6 +86,7 @@ class Context(Attempt):
         """Process groups of running child processes (see :mod:`jobs.kinds.process`)."""
         self._effect_locks: dict[str, asyncio.Lock] = {}
         self._steps = Steps()
+        self._threads: set[asyncio.Future[Any]] = set()
 
     @overload
     def checkpoint(self) -> None: ...
@@ -114,7 +123,8 @@ class Context(Attempt):
                 "no NUL); keep large data in assets"
             )
         usage = self.usage.to_json() if self.usage is not None else None
-        await self.records.save_checkpoint(state, usage)
+        # Idempotent (a plain value, fenced by the attempt): retried through an outage.
+        await self.write("checkpoint", lambda: self.records.save_checkpoint(state, usage))
         self.resume_state = state
         super().checkpoint()
 
@@ -140,7 +150,7 @@ class Context(Attempt):
         self._progress = {
             "done": done,
             "total": total,
-            "note": note,
+            "note": scrub(note),
             "unit": unit,
             "at": time.time(),
         }
@@ -160,8 +170,10 @@ class Context(Attempt):
         value, self._progress = self._progress, None
         self._progress_written_at = time.monotonic()
         try:
-            await self.store.set_progress(self.job_id, self.attempt_id, value)
-        except UNAVAILABLE as exc:
+            await self.write(
+                "progress", lambda: self.store.set_progress(self.job_id, self.attempt_id, value)
+            )
+        except _NOT_WRITTEN as exc:
             # Progress is advisory: a database blip must not fail the job; the next report
             # carries the latest value anyway.
             self.log.warning("job.progress_not_written", error=str(exc))
@@ -211,9 +223,27 @@ class Context(Attempt):
         """Run blocking or CPU-heavy ``fn`` in a thread so other jobs keep their heartbeats.
 
         A stop request does not interrupt the thread; the handler sees it at its next
-        checkpoint once ``fn`` returns.
+        checkpoint once ``fn`` returns. The runtime keeps the attempt (and its lease) until
+        every thread it started has returned (:meth:`threads_stopped`): a thread cannot be
+        killed, and releasing the job while it still works would run the job twice at once.
         """
-        return await asyncio.to_thread(fn, *args, **kwargs)
+        loop = asyncio.get_running_loop()
+        call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
+        future = loop.run_in_executor(None, call)
+        self._threads.add(future)
+        future.add_done_callback(self._threads.discard)
+        # Shielded: cancelling the handler must not mark a thread that still runs as done.
+        return await asyncio.shield(future)
+
+    @property
+    def threads_running(self) -> bool:
+        """Whether a thread started by :meth:`run_blocking` still runs."""
+        return bool(self._threads)
+
+    async def threads_stopped(self) -> None:
+        """Wait until every thread this attempt started with :meth:`run_blocking` returned."""
+        while self._threads:
+            await asyncio.wait(list(self._threads))
 
     async def race(self, work: Awaitable[T]) -> T:
         """Await ``work``, abandoning it at once when a stop is requested.

@@ -21,7 +21,7 @@ from typing import Any
 from jobs.engine.records import EffectStatus
 from jobs.errors import EffectInDoubt
 from jobs.runtime.attempt import Attempt
-from jobs.secrets import scrub
+from jobs.secrets import scrub, scrub_data
 
 Do = Callable[[], Awaitable[Any]]
 Lookup = Callable[[str], Awaitable[Any]]
@@ -36,7 +36,14 @@ async def run_effect(ctx: Attempt, key: str, do: Do, lookup: Lookup | None = Non
         LeaseLost: this attempt no longer holds the lease; nothing was done.
     """
     ctx.checkpoint()
-    begun = await ctx.records.effect_begin(key, has_lookup=lookup is not None)
+    # Every write below is retried through a database outage (ctx.write): an outcome is kept
+    # until it is written.
+    begun = await ctx.write(
+        "effect_intent",
+        lambda: ctx.records.effect_begin(
+            key, has_lookup=lookup is not None, ran_here=key in ctx.effects_ran
+        ),
+    )
     if begun.done:
         ctx.log.info("effect.already_done", key=key)
         return begun.outcome
@@ -46,18 +53,32 @@ async def run_effect(ctx: Attempt, key: str, do: Do, lookup: Lookup | None = Non
         found = await lookup(key)
         if found is not None:
             ctx.log.info("effect.reconciled", key=key, found=True)
-            await ctx.records.effect_end(key, EffectStatus.DONE, found, None)
+            await ctx.write(
+                "effect_outcome",
+                lambda: ctx.records.effect_end(key, EffectStatus.DONE, _masked(found), None),
+            )
             return found
         ctx.log.info("effect.reconciled", key=key, found=False)
-        await ctx.records.effect_arm(key, has_lookup=True)
+        await ctx.write("effect_intent", lambda: ctx.records.effect_arm(key, has_lookup=True))
     ctx.log.info("effect.started", key=key)
+    ctx.effects_ran.add(key)
     try:
         outcome = await do()
     except Exception as exc:
         error = scrub(f"{type(exc).__name__}: {exc}")[:2000]
-        await ctx.records.effect_end(key, EffectStatus.FAILED, None, error)
+        await ctx.write(
+            "effect_outcome", lambda: ctx.records.effect_end(key, EffectStatus.FAILED, None, error)
+        )
         raise
     # A CancelledError (the grace period ran out) leaves the intent: the outcome is in doubt.
-    await ctx.records.effect_end(key, EffectStatus.DONE, outcome, None)
+    await ctx.write(
+        "effect_outcome",
+        lambda: ctx.records.effect_end(key, EffectStatus.DONE, _masked(outcome), None),
+    )
     ctx.log.info("effect.done", key=key)
     return outcome
+
+
+def _masked(outcome: Any) -> Any:
+    """An effect's outcome as stored: configured secrets masked by value."""
+    return scrub_data(outcome, patterns=False)

@@ -5,7 +5,12 @@ transition table).
 | the handler...                         | the attempt ends as                                |
 |----------------------------------------|----------------------------------------------------|
 | returns                                | ``succeeded`` with the returned value as result    |
-| stops at a checkpoint (cancel)         | ``cancelled`` (``released`` on worker shutdown)    |
+| stops at a checkpoint (cancel)         | ``cancelled``                                      |
+| stops on worker shutdown               | ``released``: queued again when the kind is        |
+|                                        | retry-safe and attempts remain, else the job ends  |
+|                                        | ``unknown`` ("worker stopped mid-run")             |
+| cannot have its runtime writes stored  | nothing: left to lease expiry and the reaper       |
+|  (a database outage longer than lease) |                                                    |
 | exceeds a budget                       | ``failed``, reason naming the bound and the usage  |
 | raises :class:`JobFailed`              | ``failed`` with its message, no retry              |
 | hits an effect in doubt without lookup | ``unknown``                                        |
@@ -24,6 +29,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from jobs.engine.db import DatabaseUnavailable
 from jobs.engine.model import AttemptOutcome, Claim
 from jobs.engine.store import Finish, redact_error
 from jobs.errors import BudgetExceeded, EffectInDoubt, JobCancelled, JobFailed, LeaseLost
@@ -61,7 +67,9 @@ async def execute(
             raise BudgetExceeded("job_seconds", used, limit) from None
     except (JobCancelled, LeaseLost):
         await ctx.flush()
-        return Finish(*ids, _stopped(ctx.stop_reason))
+        return stopped(spec, claim, ctx)
+    except DatabaseUnavailable:
+        raise  # not the job's fault: the worker leaves the attempt to the reaper
     except BudgetExceeded as exc:
         await ctx.flush()
         ctx.log.warning("job.budget_exceeded", bound=exc.bound, used=exc.used, limit=exc.limit)
@@ -109,9 +117,20 @@ async def execute(
     return Finish(*ids, AttemptOutcome.SUCCEEDED, result=result)
 
 
-def _stopped(reason: StopReason | None) -> AttemptOutcome:
-    """How an attempt that stopped when asked ends: released on shutdown, else cancelled."""
-    return AttemptOutcome.RELEASED if reason is StopReason.SHUTDOWN else AttemptOutcome.CANCELLED
+STOPPED_MID_RUN = "worker stopped mid-run"
+
+
+def stopped(spec: Kind, claim: Claim, ctx: Context) -> Finish:
+    """How an attempt that stopped on request ends: cancelled, or on a worker shutdown released
+    for another worker (a release uses up no attempt) only when the kind is safe to run again
+    from the start or the job saved a checkpoint to resume from; otherwise the job ends
+    ``unknown``, since nobody knows how far it got."""
+    ids = (claim.job_id, claim.attempt_id)
+    if ctx.stop_reason is not StopReason.SHUTDOWN:
+        return Finish(*ids, AttemptOutcome.CANCELLED)
+    if spec.retry_safe or ctx.resume_state is not None:
+        return Finish(*ids, AttemptOutcome.RELEASED)
+    return Finish(*ids, AttemptOutcome.RELEASED, reason=STOPPED_MID_RUN, mid_run=True)
 
 
 def _unstorable(result: Any) -> str | None:

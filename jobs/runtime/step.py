@@ -44,7 +44,7 @@ class Steps:
 
     async def job_usage(self, attempt: Attempt) -> Usage:
         if self.usage is None:
-            stored = await attempt.records.job_usage()
+            stored = await attempt.write("usage", attempt.records.job_usage)
             usage = Usage.model_validate(stored.usage)
             usage.steps = stored.steps
             self.usage = usage
@@ -57,7 +57,9 @@ class Steps:
             job = await self.job_usage(ctx)
             if budget.job_steps is not None and job.steps + 1 > budget.job_steps:
                 raise BudgetExceeded("job_steps", job.steps + 1, budget.job_steps)
-            step_id, number = await ctx.records.step_start(name)
+            # Retried through an outage: a start whose reply was lost leaves one extra open
+            # step row, which is better than failing the job over bookkeeping.
+            step_id, number = await ctx.write("step_start", lambda: ctx.records.step_start(name))
             job.steps += 1  # counted when it starts; its tokens as they are reported
         meter = Meter(budget, job, name)
         ctx.log.info("step.started", step=name, number=number)
@@ -98,10 +100,10 @@ class Steps:
         self, ctx: Attempt, step_id: int, usage: Usage, outcome: StepOutcome, error: str | None
     ) -> None:
         assert self.usage is not None
-        await ctx.records.step_end(
-            step_id,
-            usage.to_json(),
-            outcome,
-            scrub(error) if error else None,
-            self.usage.to_json(),
+        job_usage = self.usage.to_json()
+        text = scrub(error) if error else None
+        # Idempotent (a step ends once, usage is a plain value): retried through an outage.
+        await ctx.write(
+            "step_end",
+            lambda: ctx.records.step_end(step_id, usage.to_json(), outcome, text, job_usage),
         )

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import sys
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,16 +22,16 @@ import asyncpg
 import structlog
 
 from jobs.engine import observe
-from jobs.engine.db import UNAVAILABLE, connect
+from jobs.engine.db import UNAVAILABLE, DatabaseUnavailable, connect, is_unavailable
 from jobs.engine.ids import incarnation
-from jobs.engine.model import AttemptOutcome, Claim
+from jobs.engine.model import Claim
 from jobs.engine.store import Finish, JobStore
 from jobs.logs import get_logger
 from jobs.retry import backoff
 from jobs.runtime.attempt import StopReason
 from jobs.runtime.budget import Budget
 from jobs.runtime.context import Context
-from jobs.runtime.execute import execute
+from jobs.runtime.execute import execute, stopped
 from jobs.runtime.registry import Registry
 from jobs.settings import BudgetSettings, WorkerSettings, default_data_dir
 from jobs.tasks import supervise
@@ -37,6 +40,24 @@ log = get_logger("worker")
 
 # A failed reaper round (a conflict or an outage) is retried next round; it never stops a worker.
 _REAPER_ERRORS: tuple[type[BaseException], ...] = (asyncpg.PostgresError, *UNAVAILABLE)
+
+
+STOP_WAIT_SECONDS = 5.0
+"""After the grace, how long a job asked to stop gets to do so at a checkpoint (a command to end
+on SIGTERM) before the await it is in is cancelled."""
+
+
+def exit_if_abandoned(worker: Worker) -> None:
+    """End the process at once when a hard stop left jobs running.
+
+    Their threads cannot be killed and a handler that swallows cancellation never returns, so
+    an orderly interpreter exit (which joins threads and awaits tasks) would hang; their leases
+    expire and the reaper settles them.
+    """
+    if worker.abandoned:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(1)
 
 
 def _retry_in(failures: int) -> float:
@@ -49,6 +70,7 @@ class _Running:
     claim: Claim
     ctx: Context
     task: asyncio.Task[None]
+    stop_sent: bool = False  # the task was cancelled once by the shutdown
 
 
 class Worker:
@@ -82,6 +104,9 @@ class Worker:
         self._flush = asyncio.Event()
         self._flushing: asyncio.Future[Any] | None = None
         self._listener: asyncpg.Connection | None = None
+        self._abandoning = False  # a hard stop: attempts still running are left to the reaper
+        self.abandoned: list[str] = []
+        """Public ids of jobs a hard stop left running (their leases expire; the reaper acts)."""
         self.ready = asyncio.Event()
         """Set once the worker listens and is claiming."""
 
@@ -92,53 +117,111 @@ class Worker:
         log.info("worker.started", worker=self.name, concurrency=self.settings.concurrency)
         listening = asyncio.Event()
         loops = [
-            asyncio.create_task(self._listen_loop(listening), name="listen"),
-            asyncio.create_task(self._claim_loop(), name="claim"),
-            asyncio.create_task(self._heartbeat_loop(), name="heartbeat"),
-            asyncio.create_task(self._reaper_loop(), name="reaper"),
-            asyncio.create_task(self._flush_loop(), name="flush"),
+            asyncio.create_task(
+                self._restarting("listen", lambda: self._listen_loop(listening)), name="listen"
+            ),
+            asyncio.create_task(self._restarting("claim", self._claim_loop), name="claim"),
+            asyncio.create_task(
+                self._restarting("heartbeat", self._heartbeat_loop), name="heartbeat"
+            ),
+            asyncio.create_task(self._restarting("reaper", self._reaper_loop), name="reaper"),
+            asyncio.create_task(self._restarting("flush", self._flush_loop), name="flush"),
         ]
         await listening.wait()
         self.ready.set()
         try:
-            await supervise(loops, stop)  # a loop that died raises its exception here
+            # Each loop restarts itself after any error (_restarting), so this returns at the stop.
+            await supervise(loops, stop)
             await self._shutdown(hard_stop or asyncio.Event())
         finally:
             for task in loops:
                 task.cancel()
             await asyncio.gather(*loops, return_exceptions=True)
             if self._flushing is not None and not self._flushing.done():
-                await self._flushing
+                await asyncio.gather(self._flushing, return_exceptions=True)
             if self._finished:
                 try:
                     await self.store.finish(self._drain())
                 except UNAVAILABLE as exc:  # the leases expire; the reaper settles these jobs
                     log.warning("worker.final_flush_failed", error=str(exc))
+            if self.abandoned:
+                log.warning("worker.left_jobs_to_lease_expiry", jobs=self.abandoned)
             log.info("worker.stopped", worker=self.name)
 
+    async def _restarting(self, name: str, loop: Callable[[], Awaitable[None]]) -> None:
+        """Run one background loop for the worker's life: no error ends it.
+
+        Each loop handles database outages itself; anything that still escapes (an outage in a
+        place nobody foresaw, a bug) is logged and the loop starts again after a backoff, so a
+        worker never exits with jobs it has not released.
+        """
+        failures = 0
+        while True:
+            started = time.monotonic()
+            try:
+                await loop()
+                return
+            except Exception as exc:
+                event = "worker.loop_unavailable" if is_unavailable(exc) else "worker.loop_failed"
+                log.error(event, loop=name, error=f"{type(exc).__name__}: {exc}"[:300])
+            failures = 1 if time.monotonic() - started > 30 else failures + 1
+            await asyncio.sleep(_retry_in(failures))
+
     async def _shutdown(self, hard_stop: asyncio.Event) -> None:
-        """Stop claiming, ask running jobs to stop, wait up to the grace, release the rest."""
+        """Stop claiming; drain; then stop the rest cooperatively and wait for them.
+
+        1. Drain: running jobs get up to ``shutdown_grace_seconds`` to end on their own.
+        2. The rest are asked to stop: a checkpoint raises JobCancelled, a child process gets
+           SIGTERM; whatever still runs :data:`STOP_WAIT_SECONDS` later has its task cancelled.
+        3. Each attempt is recorded (released, or ``unknown`` when its kind is not safe to run
+           again) only once its handler *and every thread it started* have stopped; until then
+           it keeps its lease (heartbeats go on) and the process waits, without a bound.
+        A second signal (``hard_stop``) cuts this short: whatever has not stopped a moment later
+        is left as it is, its lease expires and the reaper settles it.
+        """
         self._stopping.set()
         if not self.running:
             return
-        log.info("worker.draining", jobs=len(self.running))
+        hard = asyncio.ensure_future(hard_stop.wait())
+        try:
+            log.info("worker.draining", jobs=len(self.running))
+            await self._wait_running(hard, self.settings.shutdown_grace_seconds)
+            if self.running:
+                log.info("worker.stopping_jobs", jobs=len(self.running))
+                for item in self.running.values():
+                    item.ctx.request_stop(StopReason.SHUTDOWN)  # a checkpoint raises
+                await self._wait_running(hard, STOP_WAIT_SECONDS)
+                self._stop_running()  # still running: cancel the awaits of their handlers
+                await self._wait_running(hard, None)
+            if self.running:  # a hard stop
+                self._stop_running()
+                await self._wait_running(None, 1.0)  # those that stop at once are recorded
+                self._abandoning = True
+                self.abandoned = [item.claim.public_id for item in self.running.values()]
+                for item in list(self.running.values()):
+                    item.task.cancel()
+                await self._wait_running(None, 0.5)
+        finally:
+            hard.cancel()
+
+    def _stop_running(self) -> None:
         for item in self.running.values():
             item.ctx.request_stop(StopReason.SHUTDOWN)
-        tasks = [item.task for item in self.running.values()]
-        hard = asyncio.create_task(hard_stop.wait())
-        # Wait for every job, but stop waiting at once on a second signal (hard stop).
-        all_done = asyncio.ensure_future(asyncio.wait(tasks))
-        await asyncio.wait(
-            [all_done, hard],
-            timeout=self.settings.shutdown_grace_seconds,
-            return_when=asyncio.FIRST_COMPLETED,
-        )
-        hard.cancel()
-        all_done.cancel()
-        for item in list(self.running.values()):
-            if not item.task.done():
+            if not item.stop_sent:
+                item.stop_sent = True
                 item.task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _wait_running(self, hard: asyncio.Future[Any] | None, within: float | None) -> None:
+        """Wait until no attempt runs, ``hard`` is done or ``within`` seconds passed."""
+        end = None if within is None else time.monotonic() + within
+        while self.running and not (hard is not None and hard.done()):
+            waits: list[asyncio.Future[Any]] = [item.task for item in self.running.values()]
+            if hard is not None:
+                waits.append(hard)
+            left = None if end is None else end - time.monotonic()
+            if left is not None and left <= 0:
+                return
+            await asyncio.wait(waits, timeout=left, return_when=asyncio.FIRST_COMPLETED)
 
     # -- wake-ups -------------------------------------------------------------------------
 
@@ -283,16 +366,18 @@ class Worker:
                 self._flushing = asyncio.ensure_future(self.store.finish(batch))
                 try:
                     await asyncio.shield(self._flushing)
-                except UNAVAILABLE as exc:
+                except Exception as exc:
+                    if not is_unavailable(exc):  # refused: must not sink the batch or the loop
+                        log.error("worker.finish_batch_refused", error=str(exc), size=len(batch))
+                        await self._finish_one_by_one(batch)
+                        self._writing = []
+                        continue
                     # Keep the outcomes and write them once the database is back; fenced by
                     # attempt, a write that comes too late becomes an ignored event.
                     self._finished[:0] = batch
                     failures = await self._unavailable("finish", exc, failures)
                     self._flush.set()
                     continue
-                except Exception as exc:  # a refused write must not sink the batch or the loop
-                    log.error("worker.finish_batch_refused", error=str(exc), size=len(batch))
-                    await self._finish_one_by_one(batch)
                 self._writing = []
                 failures = 0
                 self._wake.set()  # slots are free: claim again
@@ -306,10 +391,11 @@ class Worker:
         for finish in batch:
             try:
                 await self.store.finish([finish])
-            except UNAVAILABLE:
-                self._finished.append(finish)  # the outage path retries it
-                self._flush.set()
             except Exception as exc:
+                if is_unavailable(exc):
+                    self._finished.append(finish)  # kept until written: the outage path retries
+                    self._flush.set()
+                    continue
                 log.error(
                     "worker.finish_refused",
                     job_id=finish.job_id,
@@ -336,6 +422,7 @@ class Worker:
             attempt=claim.attempt,
             kind=claim.kind,
             resume_state=claim.resume_state,
+            write_within=self.settings.lease_seconds,
         )
         task = asyncio.create_task(self._run(claim, ctx), name=f"job:{claim.public_id}")
         self.running[claim.attempt_id] = _Running(claim, ctx, task)
@@ -350,17 +437,24 @@ class Worker:
         try:
             finish = await self._execute(claim, ctx)
         except asyncio.CancelledError:
-            # Cancelled by the runtime: after the shutdown grace we release the lease; when the
-            # lease was lost there is nothing left to record.
+            # Cancelled by the runtime (shutdown, hard stop, lost lease); when the lease was lost
+            # there is nothing left to record.
             if ctx.stop_reason is not StopReason.LOST:
-                finish = Finish(
-                    claim.job_id,
-                    claim.attempt_id,
-                    AttemptOutcome.RELEASED
-                    if ctx.stop_reason is StopReason.SHUTDOWN
-                    else AttemptOutcome.CANCELLED,
-                )
+                finish = stopped(self.registry.get(claim.kind), claim, ctx)
+        except DatabaseUnavailable as exc:
+            # The runtime could not write about the job for a whole lease: not the job's fault.
+            # Nothing is recorded; the lease expires and the reaper applies its rules.
+            log.warning("job.left_to_reaper", job_id=claim.public_id, error=str(exc))
         finally:
+            # The attempt (and its lease) is kept until every thread the handler started has
+            # returned: releasing it earlier would let another worker run the job alongside.
+            while ctx.threads_running and not self._abandoning:
+                try:
+                    await ctx.threads_stopped()
+                except asyncio.CancelledError:
+                    continue
+            if self._abandoning:
+                finish = None  # a hard stop: left to lease expiry and the reaper
             self.running.pop(claim.attempt_id, None)
             observe.attempt_ended(
                 claim.kind, finish.outcome if finish else None, time.monotonic() - started

@@ -11,7 +11,9 @@ messages the request already carries. An entry is a dict with any of:
 - ``delay``: seconds to wait before answering (a slow model; an abort by the client is seen);
 - ``status`` / ``error``: an HTTP error reply instead;
 - ``omit_usage``: misbehave by sending no ``usage`` at all (some local servers do);
-- ``ignore_max_tokens``: misbehave by sending the whole reply whatever ``max_tokens`` says.
+- ``ignore_max_tokens``: misbehave by sending the whole reply whatever ``max_tokens`` says;
+- ``echo_key``: with ``status`` 401, the error message quotes the API key the request carried,
+  as some OpenAI-compatible servers do ("Incorrect API key provided: <key>").
 
 Otherwise it keeps the real service's rule for ``max_tokens`` (or ``max_completion_tokens``): a
 reply longer than that is cut to it (4 characters a token) with ``finish_reason`` ``length``,
@@ -67,10 +69,14 @@ class ChatServer:
                     return web.Response(status=499)
                 await asyncio.sleep(0.02)
         if "status" in entry:
+            message = entry.get("error", "scripted error")
+            if entry.get("echo_key"):
+                key = self.authorizations[-1].removeprefix("Bearer ")
+                message = f"Incorrect API key provided: {key}. Check your key and try again."
             return web.json_response(
                 {
                     "error": {
-                        "message": entry.get("error", "scripted error"),
+                        "message": message,
                         "type": "server_error",
                         "code": None,
                     }

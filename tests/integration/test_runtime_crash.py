@@ -179,7 +179,8 @@ async def test_a_second_signal_stops_hard(
     store: JobStore, pool: asyncpg.Pool, spawn_worker: object
 ) -> None:
     """A job that ignores the stop request keeps a graceful shutdown waiting; a second SIGTERM
-    cuts the grace short and the lease is still released."""
+    cuts the grace short; the job stops at once and, its kind not being retry-safe, is not
+    queued again but ends ``unknown`` ("worker stopped mid-run")."""
     job, _ = await store.submit("metered", {"sleep": 60}, requester="t")
     proc = spawn_worker(ERRAND_WORKER_SHUTDOWN_GRACE_SECONDS="60")  # type: ignore[operator]
     await wait_for(store, job.public_id, {"running"}, within=20)
@@ -190,4 +191,5 @@ async def test_a_second_signal_stops_hard(
     proc.send_signal(signal.SIGTERM)
     await asyncio.to_thread(proc.wait, 10)
     assert time.monotonic() - started < 2.0
-    assert (await store.get(job.public_id)).state.value == "queued"
+    job = await store.get(job.public_id)
+    assert (job.state.value, job.reason) == ("unknown", "worker stopped mid-run")

@@ -81,6 +81,10 @@ INSERT INTO attempt (job_id, number, worker, lease_expires_at)
 SELECT id, attempts + 1, $2, now() + make_interval(secs => $3) FROM picked
 RETURNING id, job_id;
 
+-- name: job_grant_attempt
+-- One more attempt for a job a person resolved as a retry.
+UPDATE job SET max_attempts = greatest(max_attempts, failures + 1) WHERE id = $1;
+
 -- name: job_transition
 -- Move jobs by a table of moves (from -> to), fenced by attempt when asked, with events,
 -- the end of the previous attempt, outbox rows and wake-ups, all in one statement.

@@ -1,0 +1,104 @@
+"""Bounds on everything people and clients hand Errand, checked at the edge (CLI, bot) and again
+by the store before anything is written.
+
+A value outside them is refused with one short line naming the input and the bound; nothing is
+changed. The bounds are generous for real use and small enough that no input can crash a
+process, overflow a PostgreSQL type or exhaust memory (a 50,000-deep JSON value, a 100 KB id, a
+``NaN`` limit).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from jobs.errors import InvalidParams
+
+MAX_JOB_ID = 64
+"""A typed job id (ids are 8 characters; room for pasted spaces and backticks)."""
+MAX_NAME = 200
+"""Kind names, requesters, idempotency keys, states, filters."""
+MAX_REASON = 500
+"""A cancel reason."""
+MAX_NOTE = 2000
+"""A resolution note."""
+MAX_PARAMS_BYTES = 64 * 1024
+"""A job's parameters (and its origin), as JSON."""
+MAX_DEPTH = 32
+"""Nesting of a JSON value (objects and arrays)."""
+MAX_LIMIT = 1000
+"""Rows a listing returns at most."""
+MAX_SECONDS = 100 * 365 * 86400.0
+"""A duration (a filter or a retention period): a century."""
+MAX_BIGINT = 2**63 - 1
+"""The largest id PostgreSQL stores (``bigint``)."""
+
+
+class InvalidInput(InvalidParams):
+    """An input outside Errand's bounds; nothing was changed."""
+
+
+def text(name: str, value: str, limit: int = MAX_NAME) -> str:
+    """``value`` if it is at most ``limit`` characters and holds no NUL; else InvalidInput."""
+    if "\x00" in value:
+        raise InvalidInput(f"{name}: contains a NUL character")
+    if len(value) > limit:
+        raise InvalidInput(f"{name}: too long ({len(value)} characters; at most {limit})")
+    return value
+
+
+def number(name: str, value: float, low: float, high: float) -> float:
+    """``value`` if it is a finite number within ``[low, high]``; else InvalidInput."""
+    if not math.isfinite(value):
+        raise InvalidInput(f"{name}: must be a finite number, not {value}")
+    if not low <= value <= high:
+        raise InvalidInput(f"{name}: must be within [{low:g}, {high:g}]")
+    return value
+
+
+def integer(name: str, value: int, low: int, high: int) -> int:
+    """``value`` if it is within ``[low, high]``; else InvalidInput."""
+    if not low <= value <= high:
+        raise InvalidInput(f"{name}: must be within [{low}, {high}]")
+    return value
+
+
+def json_value(name: str, value: Any, max_bytes: int = MAX_PARAMS_BYTES) -> Any:
+    """``value`` if it can be stored as ``jsonb`` within the bounds: nesting at most
+    :data:`MAX_DEPTH`, no NUL in any string or key, only finite numbers, at most ``max_bytes``
+    as JSON. Checked without recursion, so a hostile depth cannot crash the check itself."""
+    size = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth > MAX_DEPTH:
+                raise InvalidInput(f"{name}: nested deeper than {MAX_DEPTH} levels")
+            if isinstance(item, dict):
+                for key, inner in item.items():
+                    if not isinstance(key, str):
+                        raise InvalidInput(f"{name}: object keys must be text")
+                    if "\x00" in key:
+                        raise InvalidInput(f"{name}: contains a NUL character")
+                    size += len(key) + 4
+                    stack.append((inner, depth + 1))
+            else:
+                stack.extend((inner, depth + 1) for inner in item)
+                size += 2
+        elif isinstance(item, str):
+            if "\x00" in item:
+                raise InvalidInput(f"{name}: contains a NUL character")
+            size += len(item.encode()) + 2
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                raise InvalidInput(f"{name}: numbers must be finite, not {item}")
+            size += 24
+        elif isinstance(item, bool | int) or item is None:
+            if isinstance(item, int) and not isinstance(item, bool) and abs(item) > 10**100:
+                raise InvalidInput(f"{name}: a number is too large")
+            size += 8
+        else:
+            raise InvalidInput(f"{name}: unsupported value of type {type(item).__name__}")
+        if size > max_bytes:
+            raise InvalidInput(f"{name}: too large (at most {max_bytes // 1024} KB as JSON)")
+    return value

@@ -1,0 +1,173 @@
+"""Graceful shutdown of real ``errand worker`` processes: drain, stop cooperatively, release a job
+only once nothing of it runs any more, and never run an attempt beyond the kind's maximum."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+import tests.kinds_for_tests  # noqa: F401  (registers the test kinds in this process too)
+from jobs.engine.store import JobStore
+from tests.cli_support import CLI, ROOT
+from tests.integration.runtime_support import wait_for, wait_until
+
+Spawn = Callable[..., Awaitable[asyncio.subprocess.Process]]
+
+
+@pytest.fixture
+async def spawn(db_dsn: str, tmp_path: Path) -> AsyncIterator[Spawn]:
+    """Start ``errand worker`` subprocesses that know the test kinds; killed at the end."""
+    procs: list[asyncio.subprocess.Process] = []
+
+    async def start(**env: str) -> asyncio.subprocess.Process:
+        log = tmp_path / f"worker-{len(procs)}.log"
+        full = (
+            os.environ
+            | {
+                "DATABASE_URL": db_dsn,
+                "PYTHONPATH": str(ROOT),
+                "ERRAND_EXTRA_KINDS": "tests.kinds_for_tests",
+                "ERRAND_DATA_DIR": str(tmp_path / "data"),
+                "ERRAND_LOG_FORMAT": "json",
+                "ERRAND_WORKER_HEARTBEAT_SECONDS": "0.2",
+                "ERRAND_WORKER_LEASE_SECONDS": "2",
+                "ERRAND_WORKER_POLL_SECONDS": "0.1",
+                "ERRAND_WORKER_REAPER_SECONDS": "0.2",
+                "ERRAND_WORKER_RETRY_BASE_SECONDS": "0",
+            }
+            | env
+        )
+        with log.open("wb") as sink:
+            proc = await asyncio.create_subprocess_exec(
+                *CLI, "worker", env=full, cwd=ROOT, stdout=sink, stderr=sink
+            )
+        procs.append(proc)
+
+        async def started() -> bool:
+            assert proc.returncode is None, log.read_text()[-3000:]
+            return '"worker.started"' in log.read_text()
+
+        await wait_until(started, within=30)
+        return proc
+
+    yield start
+    for proc in procs:
+        if proc.returncode is None:
+            proc.kill()
+        await proc.wait()
+
+
+async def _exits_within(proc: asyncio.subprocess.Process, seconds: float) -> float:
+    started = time.monotonic()
+    await asyncio.wait_for(proc.wait(), seconds)
+    return time.monotonic() - started
+
+
+async def test_sigterm_during_run_blocking_never_runs_the_job_twice_at_once(
+    store: JobStore, pool: asyncpg.Pool, spawn: Spawn, tmp_path: Path
+) -> None:
+    """SIGTERM while a job's ``run_blocking`` thread works, a second worker up: the job is
+    released only once the thread returned, so the two attempts' work (timestamps written from
+    inside the thread) never overlaps; the worker exits within the grace plus 5 s."""
+    log = tmp_path / "times.txt"
+    job, _ = await store.submit("blocking_probe", {"log": str(log), "seconds": 4}, requester="t")
+    first = await spawn(ERRAND_WORKER_SHUTDOWN_GRACE_SECONDS="1")
+    await wait_for(store, job.public_id, {"running"}, within=20)
+
+    async def working() -> bool:
+        return log.exists()
+
+    await wait_until(working)
+    second = await spawn()
+    first.send_signal(signal.SIGTERM)
+    took = await _exits_within(first, 1 + 5)
+    assert first.returncode == 0
+    done = await wait_for(store, job.public_id, {"succeeded", "failed", "unknown"}, within=30)
+    assert (done.state.value, done.attempts) == ("succeeded", 2)
+    spans: dict[str, list[float]] = {}
+    for line in log.read_text().splitlines():
+        _, label, at = line.split()
+        spans.setdefault(label, []).append(float(at))
+    (_, a_end), (b_start, _) = sorted(spans.values())
+    assert a_end <= b_start, f"attempts overlapped by {a_end - b_start:.2f} s"
+    assert took < 6
+    second.send_signal(signal.SIGTERM)
+    await _exits_within(second, 10)
+
+
+async def test_a_handler_that_swallows_cancellation_keeps_its_lease_until_a_second_signal(
+    store: JobStore, pool: asyncpg.Pool, spawn: Spawn
+) -> None:
+    """A handler that swallows CancelledError cannot be stopped: after SIGTERM and the grace
+    its lease is still renewed (it is not handed to anyone while it runs); a second SIGTERM
+    ends the process within 5 s, and the job gets a defined end from the reaper once the lease
+    expires (one attempt allowed: failed, "lease expired; no attempts left")."""
+    job, _ = await store.submit("swallower", {"seconds": 120}, requester="t")
+    proc = await spawn(ERRAND_WORKER_SHUTDOWN_GRACE_SECONDS="0.5")
+    await wait_for(store, job.public_id, {"running"}, within=20)
+    proc.send_signal(signal.SIGTERM)
+    await asyncio.sleep(3.0)  # past the grace and past a 2 s lease
+    assert proc.returncode is None
+    row = await pool.fetchrow(
+        "SELECT j.state, a.lease_expires_at > now() AS held FROM job j "
+        "JOIN attempt a ON a.id = j.current_attempt_id WHERE j.id = $1",
+        job.id,
+    )
+    assert row is not None
+    assert (row["state"], row["held"]) == ("running", True)
+    proc.send_signal(signal.SIGTERM)
+    await _exits_within(proc, 5)
+    reaper = await spawn()
+    done = await wait_for(store, job.public_id, {"succeeded", "failed", "unknown"}, within=15)
+    assert (done.state.value, done.reason, done.attempts) == (
+        "failed",
+        "lease expired; no attempts left",
+        1,
+    )
+    reaper.send_signal(signal.SIGTERM)
+    await _exits_within(reaper, 10)
+
+
+async def test_one_attempt_jobs_stopped_by_a_shutdown_end_unknown_and_never_run_again(
+    store: JobStore, pool: asyncpg.Pool, spawn: Spawn, tmp_path: Path
+) -> None:
+    """Ten jobs of a one-attempt kind; SIGTERM (grace 0.5 s) while they run, a second worker
+    up: none runs an attempt beyond its maximum; each ends ``succeeded`` or ``unknown`` with
+    the reason "worker stopped mid-run"."""
+    log = tmp_path / "attempts.txt"
+    jobs = [
+        (await store.submit("one_shot", {"log": str(log), "seconds": 3}, requester="t"))[0]
+        for _ in range(10)
+    ]
+    first = await spawn(ERRAND_WORKER_SHUTDOWN_GRACE_SECONDS="0.5")
+    for job in jobs:
+        await wait_for(store, job.public_id, {"running"}, within=20)
+    second = await spawn()
+    first.send_signal(signal.SIGTERM)
+    await _exits_within(first, 10)
+    ends = [
+        await wait_for(store, j.public_id, {"succeeded", "failed", "unknown"}, within=20)
+        for j in jobs
+    ]
+    await asyncio.sleep(1.0)  # time for a wrongful second attempt to show
+    assert {(e.state.value, e.reason) for e in ends} <= {
+        ("succeeded", None),
+        ("unknown", "worker stopped mid-run"),
+    }
+    assert all(e.attempts == 1 for e in [await store.get(j.public_id) for j in jobs])
+    started = log.read_text().splitlines()
+    assert sorted(started) == sorted(f"{j.public_id} 1" for j in jobs)
+    over = await pool.fetchval(
+        "SELECT count(*) FROM attempt a JOIN job j ON j.id = a.job_id "
+        "WHERE a.number > j.max_attempts"
+    )
+    assert over == 0
+    second.send_signal(signal.SIGTERM)
+    await _exits_within(second, 10)
