@@ -12,9 +12,13 @@ import os
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, NoReturn, TypeVar
+from urllib.parse import parse_qsl, urlsplit
 
+import asyncpg
 import typer
 
+import jobs.limits as limits
+from jobs.engine.db import UNAVAILABLE, DatabaseUnavailable
 from jobs.engine.migrate import migrate as run_migrations
 from jobs.engine.state import Actor, State
 from jobs.errors import ErrandError
@@ -23,8 +27,8 @@ from jobs.ops.app import Engine, open_engine, stop_on_signals
 from jobs.ops.health import serve_health, worker_check
 from jobs.ops.inspect import list_notices, parse_duration, retry_notices, timeline
 from jobs.ops.inspect import prune as run_prune
-from jobs.runtime.worker import Worker
-from jobs.secrets import register, url_password
+from jobs.runtime.worker import Worker, exit_if_abandoned
+from jobs.secrets import register_settings, scrub
 from jobs.settings import Settings
 
 T = TypeVar("T")
@@ -36,18 +40,17 @@ app.add_typer(job_app, name="job")
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
 
 
-def fail(message: str) -> NoReturn:
-    """One clear line on stderr, exit code 2."""
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(2)
+def fail(message: str, code: int = 2) -> NoReturn:
+    """One clear line on stderr, exit code 2 (bad input) unless told otherwise."""
+    typer.echo(f"error: {' '.join(message.split())}", err=True)
+    raise typer.Exit(code)
 
 
 def load_settings(*, quiet: bool = False) -> Settings:
     """Settings from the environment, with logging configured for this command."""
     settings = Settings()
-    # Logs and errors never show these, whatever line they turn up in (jobs/secrets.py).
-    db_url = settings.db.url.get_secret_value() if settings.db.url else None
-    register(settings.agent.api_key.get_secret_value(), db_url and url_password(db_url))
+    # Logs, errors and output never show these, whatever line they turn up in.
+    register_settings(settings)
     # One-shot commands print their answer; routine info lines (a migration applied on the way)
     # would only bury it. ERRAND_LOG_LEVEL still wins when set.
     level = "warning" if quiet and "ERRAND_LOG_LEVEL" not in os.environ else settings.log_level
@@ -56,34 +59,102 @@ def load_settings(*, quiet: bool = False) -> Settings:
 
 
 def with_engine(fn: Callable[[Engine], Awaitable[T]]) -> T:
-    """Run ``fn`` against a migrated engine; engine errors become exit code 2."""
+    """Run ``fn`` against a migrated engine; engine errors become exit code 2.
+
+    A database that cannot be reached, or one that refuses the request, is one line naming it
+    (exit code 1), never a traceback.
+    """
+    settings = load_settings(quiet=True)
 
     async def main() -> T:
-        async with open_engine(load_settings(quiet=True), pool_max=2) as engine:
+        # One-shot commands do not wait for a database that is down: they say so at once.
+        async with open_engine(settings, pool_max=2, wait=0) as engine:
             return await fn(engine)
 
     try:
         return asyncio.run(main())
     except (ErrandError, ValueError) as exc:
         fail(str(exc))
+    except _UNREACHABLE as exc:
+        cause = exc.__cause__ if isinstance(exc, DatabaseUnavailable) and exc.__cause__ else exc
+        fail(
+            f"cannot reach the database ({database_name(settings)}): "
+            f"{type(cause).__name__}: {one_line(cause)}",
+            code=1,
+        )
+    except asyncpg.PostgresError as exc:
+        fail(f"the database refused the request ({type(exc).__name__}): {one_line(exc)}", code=1)
+
+
+_UNREACHABLE: tuple[type[BaseException], ...] = (DatabaseUnavailable, *UNAVAILABLE)
+
+
+def one_line(exc: BaseException) -> str:
+    """An error's message on one short line, secrets masked."""
+    return scrub(" ".join(str(exc).split()))[:300] or type(exc).__name__
+
+
+def database_name(settings: Settings) -> str:
+    """Where the database is, without its password."""
+    if settings.db.url is None:
+        return f"embedded PostgreSQL in {settings.db.data_dir}"
+    dsn = settings.db.url.get_secret_value()
+    try:
+        parts = urlsplit(dsn)
+        host = parts.hostname or dict(parse_qsl(parts.query)).get("host", "localhost")
+        port = f":{parts.port}" if parts.port else ""
+        user = f"{parts.username}@" if parts.username else ""
+        return f"{parts.scheme}://{user}{host}{port}{parts.path}"
+    except ValueError:
+        return "DATABASE_URL (unparsable)"
+
+
+def checked(thunk: Callable[[], T]) -> T:
+    """The value of a bounds check (jobs.limits); a refusal is one line and exit code 2."""
+    try:
+        return thunk()
+    except ErrandError as exc:
+        fail(str(exc))
+
+
+def text_arg(name: str, value: str, limit: int = limits.MAX_NAME) -> str:
+    """A text input within its bounds (no NUL, at most ``limit``), else exit code 2."""
+    return checked(lambda: limits.text(name, value, limit))
+
+
+def job_id_arg(value: str) -> str:
+    return text_arg("job id", value, limits.MAX_JOB_ID)
 
 
 def emit(obj: dict[str, Any], as_json: bool, text: str) -> None:
-    typer.echo(json.dumps(obj, default=str) if as_json else text)
+    """Print the answer; a registered secret never reaches the terminal, whatever it holds."""
+    out = json.dumps(obj, default=str) if as_json else text
+    typer.echo(scrub(out, patterns=False))
 
 
 def parse_params(pairs: list[str]) -> dict[str, Any]:
     """``key=value`` pairs; values are JSON when they parse as JSON, else strings."""
     params: dict[str, Any] = {}
     for pair in pairs:
+        text_arg("--param", pair, limits.MAX_PARAMS_BYTES)
         key, sep, raw = pair.partition("=")
         if not sep or not key:
-            fail(f"bad --param {pair!r}: expected key=value")
+            fail(f"bad --param {pair[:40]!r}: expected key=value")
+        text_arg("--param name", key)
         try:
-            params[key] = json.loads(raw)
+            params[key] = json.loads(raw, parse_constant=_refuse_constant)
         except json.JSONDecodeError:
             params[key] = raw
+        except RecursionError:
+            fail(f"bad --param {key}: nested deeper than {limits.MAX_DEPTH} levels")
+        except ValueError as exc:
+            fail(f"bad --param {key}: {exc}")
+    checked(lambda: limits.json_value("params", params))
     return params
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"numbers must be finite, not {name}")
 
 
 @app.command()
@@ -125,6 +196,7 @@ def worker(
                 checks={"worker": worker_check(runner, stop)},
             ):
                 await runner.run(stop, hard)
+                exit_if_abandoned(runner)
 
     asyncio.run(main())
 
@@ -138,6 +210,10 @@ def job_submit(
     as_json: JsonOpt = False,
 ) -> None:
     """Submit a job; prints its id at once."""
+    text_arg("kind", kind)
+    text_arg("--requester", requester)
+    if idempotency_key is not None:
+        text_arg("--idempotency-key", idempotency_key)
     params = parse_params(param or [])
 
     async def go(engine: Engine) -> tuple[Any, bool]:
@@ -153,6 +229,7 @@ def job_submit(
 @job_app.command("status")
 def job_status(job_id: str, as_json: JsonOpt = False) -> None:
     """Show a job's state, progress, attempts and events."""
+    job_id = job_id_arg(job_id)
     status = with_engine(lambda e: e.store.status(job_id))
     out = status.to_json()
     job = status.job
@@ -188,6 +265,9 @@ def job_cancel(
     as_json: JsonOpt = False,
 ) -> None:
     """Cancel a job (queued: at once; running: asks it to stop)."""
+    job_id = job_id_arg(job_id)
+    if reason is not None:
+        text_arg("--reason", reason, limits.MAX_REASON)
 
     async def go(engine: Engine) -> Any:
         return await engine.store.cancel(
@@ -209,6 +289,12 @@ def job_list(
     as_json: JsonOpt = False,
 ) -> None:
     """List recent jobs, newest first."""
+    checked(lambda: limits.integer("--limit", limit, 1, limits.MAX_LIMIT))
+    if newer_than is not None:
+        checked(lambda: limits.number("--newer-than", newer_than, 0, limits.MAX_SECONDS))
+    for name, value in (("--kind", kind), ("--requester", requester)):
+        if value is not None:
+            text_arg(name, value)
 
     async def go(engine: Engine) -> Any:
         return await engine.store.list_jobs(
@@ -238,6 +324,9 @@ def job_resolve(
     as_json: JsonOpt = False,
 ) -> None:
     """Settle a job whose outcome is unknown."""
+    job_id = job_id_arg(job_id)
+    text_arg("--as", as_)
+    text_arg("--note", note, limits.MAX_NOTE)
 
     async def go(engine: Engine) -> Any:
         return await engine.store.resolve(
@@ -255,6 +344,7 @@ app.add_typer(outbox_app, name="outbox")
 @job_app.command("show")
 def job_show(job_id: str, as_json: JsonOpt = False) -> None:
     """Show a job's whole timeline: events, attempts, steps, effects and notices."""
+    job_id = job_id_arg(job_id)
     found = with_engine(lambda e: timeline(e.store, job_id))
     job = found.status.job
     lines = [
@@ -275,6 +365,11 @@ def outbox_list(
     as_json: JsonOpt = False,
 ) -> None:
     """List notices to transports, newest first (dead-lettered ones by default)."""
+    if status not in {"dead", "pending", "delivered", "all"}:
+        fail(f"--status: one of dead, pending, delivered, all (not {status[:40]!r})")
+    checked(lambda: limits.integer("--limit", limit, 1, limits.MAX_LIMIT))
+    if job is not None:
+        job = job_id_arg(job)
     wanted = None if status == "all" else status
     rows = with_engine(lambda e: list_notices(e.pool, status=wanted, job=job, limit=limit))
     text = (
@@ -299,9 +394,9 @@ def outbox_retry(
     """Deliver dead-lettered notices again (all named ids must be dead, or nothing changes)."""
     if bool(ids) == all_dead:
         fail("name notice ids or pass --all-dead (not both)")
-    bad = [i for i in ids or [] if not i.isdigit()]
+    bad = [i for i in ids or [] if not (i.isascii() and i.isdigit()) or int(i) > limits.MAX_BIGINT]
     if bad:
-        fail(f"bad notice id {bad[0]!r}: ids are numbers (see errand outbox list)")
+        fail(f"bad notice id {bad[0][:40]!r}: ids are numbers (see errand outbox list)")
     numbers = [int(i) for i in ids or []]
     revived = with_engine(lambda e: retry_notices(e.pool, None if all_dead else numbers))
     emit({"retried": revived}, as_json, f"retrying {len(revived)} notice(s)")
@@ -321,10 +416,12 @@ def prune(
     """Delete finished jobs past retention (never live, unknown or undelivered ones)."""
     if older_than is None:
         fail("--older-than is required, e.g. errand prune --older-than 30d")
+    text_arg("--older-than", older_than)
     try:
         seconds = parse_duration(older_than)
     except ValueError as exc:
         fail(str(exc))
+    checked(lambda: limits.number("--older-than", seconds, 0, limits.MAX_SECONDS))
     done = with_engine(
         lambda e: run_prune(e.pool, seconds, with_dead_notices=with_dead_notices, dry_run=dry_run)
     )
@@ -345,6 +442,9 @@ def run(application: typer.Typer) -> None:
         sys.exit(exc.exit_code or 2)
     except (KeyboardInterrupt, typer.Abort):
         sys.exit(130)
+    except Exception as exc:  # never a traceback: one line, and the log has the details
+        typer.echo(f"error: internal error: {type(exc).__name__}: {one_line(exc)}", err=True)
+        sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)
 
 
