@@ -29,7 +29,7 @@ import asyncpg
 import discord
 from discord import app_commands
 
-from bot import render
+from bot import authz, render
 from bot.queries import sql
 from bot.settings import BotSettings
 from jobs import (
@@ -178,6 +178,8 @@ async def visible(interaction: discord.Interaction[Any], raw: str | None) -> Job
         return None
     if job.origin.get("transport") != TRANSPORT or job.origin_group != group_of(interaction):
         return None
+    if not await authz.may_view(interaction, job, requester_of(interaction.user)):
+        return None  # the same answer as an unknown id: a private channel's jobs stay hidden
     return job
 
 
@@ -192,9 +194,10 @@ def is_operator(interaction: discord.Interaction[Any]) -> bool:
     return role is not None and any(role in (r.name, str(r.id)) for r in user.roles)
 
 
-def may_moderate(interaction: discord.Interaction[Any]) -> bool:
-    """Manage Threads (in this channel) or operator rights."""
-    return interaction.permissions.manage_threads or is_operator(interaction)
+async def may_moderate(interaction: discord.Interaction[Any], job: JobView) -> bool:
+    """Manage Threads in the job's channel (not where the command was typed) or operator
+    rights."""
+    return await authz.may_moderate(interaction, job, operator=is_operator(interaction))
 
 
 # -- /summon -----------------------------------------------------------------------------
@@ -221,6 +224,13 @@ async def summon(
         return
     if len(task) > MAX_TASK:
         await reply(interaction, f"The task is too long (at most {MAX_TASK} characters).")
+        return
+    if "\x00" in task or "\x00" in (params or ""):
+        await reply(interaction, "The task or params contain a NUL character; remove it.")
+        return
+    refusal = authz.summon_refusal(interaction)
+    if refusal is not None:
+        await reply(interaction, refusal)
         return
     if kind_name not in host.registry:
         known = ", ".join(host.registry.names())
@@ -434,7 +444,7 @@ async def _cancel(
         return (NO_SUCH_JOB if job_id else "Give a job id, or ask inside a job's thread."), None
     if job.requester == requester_of(interaction.user):
         actor = Actor.REQUESTER
-    elif may_moderate(interaction):
+    elif await may_moderate(interaction, job):
         actor = Actor.OPERATOR
     else:
         return (f"Only the requester or a moderator can cancel job `{job.public_id}`.", None)
