@@ -10,6 +10,7 @@ fill a ``{name}`` placeholder *inside* an argv element the operator wrote, as on
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import re
 import tomllib
@@ -21,9 +22,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from jobs.errors import JobFailed, LeaseLost
 from jobs.kinds.process import run_process
+from jobs.runtime.attempt import StopReason
 from jobs.runtime.context import Context
 from jobs.runtime.registry import kind
-from jobs.secrets import scrub
+from jobs.secrets import register, scrub
 from jobs.settings import CommandSettings
 
 _PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
@@ -60,6 +62,9 @@ class ParamDecl(BaseModel):
             ok = isinstance(value, wanted)
             if isinstance(value, bool) or not ok:
                 raise ValueError(f"parameter {name}: expected a {self.type}")
+            if isinstance(value, float) and not math.isfinite(value):
+                # NaN compares false with every bound: it would pass the range check below.
+                raise ValueError(f"parameter {name}: must be a finite number")
             if (self.min is not None and value < self.min) or (
                 self.max is not None and value > self.max
             ):
@@ -216,6 +221,11 @@ def _load(path: Path, _mtime: int, _size: int) -> Catalog:
     return Catalog(commands=commands, path=path)
 
 
+# Environment variables whose values are treated as secrets (masked by value wherever Errand
+# writes text) when a catalog command passes them through.
+_SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|CREDENTIAL|PRIVATE", re.I)
+
+
 async def run_command(
     ctx: Context, spec: CommandSpec, args: dict[str, Any], *, log_asset: str, progress: bool
 ) -> dict[str, Any]:
@@ -226,6 +236,9 @@ async def run_command(
         (None when the log could not be stored).
     """
     argv = spec.argv_for(args)
+    env = spec.environment()
+    # Credentials handed to the command are masked by value in its log, progress and result.
+    register(*(v for k, v in env.items() if _SECRET_NAME.search(k)))
 
     async def on_line(count: int, line: str) -> None:
         await ctx.progress(count, None, scrub(line)[-200:], unit="line")
@@ -235,7 +248,7 @@ async def run_command(
         ctx,
         argv,
         cwd=spec.cwd,
-        env=spec.environment(),
+        env=env,
         time_limit=spec.timeout,
         kill_grace=settings.kill_grace_seconds,
         on_line=on_line if progress else None,
@@ -285,8 +298,17 @@ async def command(ctx: Context, params: CommandParams) -> dict[str, Any]:
     # A command that is not retry-safe runs as a guarded effect: if the worker dies while it
     # runs, the job becomes unknown instead of running it a second time.
     result = await run() if spec.retry_safe else await ctx.effect("command", run)
-    ctx.checkpoint()  # stopped by a cancel: the attempt ends as cancelled, log kept
+    if spec.retry_safe or ctx.stop_reason is not StopReason.SHUTDOWN:
+        ctx.checkpoint()  # stopped by a cancel: the attempt ends as cancelled, log kept
     tail = " | ".join(result["tail"][-3:])
+    if result["stopped"] == "cancelled":
+        # Stopped by a worker shutdown: the command did not finish, and (not retry-safe) it is
+        # never run again; a retry-safe one was released before this line (checkpoint above).
+        # Also reached on a later attempt from the stored outcome of its guarded effect.
+        raise JobFailed(
+            f"command {spec.name} was stopped before it finished (worker shutdown); it is not "
+            f"retry-safe, so it was not run again; tail: {tail}"
+        )
     if result["stopped"] == "timeout":
         raise JobFailed(f"command {spec.name} timed out after {spec.timeout:g}s; tail: {tail}")
     if result["exit_code"] != 0:

@@ -1,9 +1,17 @@
-"""Child processes of a job: started in their own session, stopped with their whole group.
+"""Child processes of a job: started in their own session, stopped with all their descendants.
 
 A child is started with ``start_new_session=True``, so it and everything it spawns share one
-process group. When the job is asked to stop the group gets SIGTERM; if it is still there after
-``kill_grace`` seconds (or the job's task is cancelled outright) it gets SIGKILL. On any exit the
-group gets a final SIGKILL so no grandchild outlives the job.
+process group, and with a unique tag in its environment (``ERRAND_PROCESS_TAG``), which its
+descendants inherit. When the job is asked to stop, the group and every descendant gets SIGTERM;
+whatever is still there after ``kill_grace`` seconds (or when the job's task is cancelled
+outright) gets SIGKILL. On any end, a final SIGKILL goes to the group, to the child's process
+tree and to every process carrying the tag, so a descendant that left the group (``setsid``)
+or was orphaned does not outlive the job either (found through psutil; see
+docs/cancellation.md for the escape that remains).
+
+The command's end is the child's exit, not the end of its output: a background process that
+keeps the pipe open gets ``drain_seconds`` for what is already written, then is stopped with
+the rest.
 """
 
 from __future__ import annotations
@@ -11,11 +19,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import secrets
 import signal
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+import psutil
 
 from jobs.runtime.context import Context
 
@@ -34,12 +45,43 @@ class ProcessResult:
     pid: int
 
 
+TAG = "ERRAND_PROCESS_TAG"
+"""Environment variable marking every process a job started (inherited by descendants)."""
+
+
 def _signal_group(pgid: int, sig: signal.Signals) -> bool:
     try:
         os.killpg(pgid, sig)
     except (ProcessLookupError, PermissionError):
         return False
     return True
+
+
+def _descendants(pid: int, tag: str) -> list[psutil.Process]:
+    """The child's live process tree, and every process carrying ``tag`` (an orphan that left
+    the group, reparented elsewhere)."""
+    found: dict[int, psutil.Process] = {}
+    with contextlib.suppress(psutil.Error):
+        for proc in psutil.Process(pid).children(recursive=True):
+            found[proc.pid] = proc
+    me = os.getpid()
+    for proc in psutil.process_iter():
+        if proc.pid in found or proc.pid == me:
+            continue
+        try:
+            if proc.environ().get(TAG) == tag:
+                found[proc.pid] = proc
+        except (psutil.Error, OSError):
+            continue  # gone, a zombie, or another user's: not ours
+    return list(found.values())
+
+
+def _signal_all(pid: int, pgid: int, tag: str, sig: signal.Signals) -> None:
+    """``sig`` to the child's group, its tree and every process tagged for this child."""
+    _signal_group(pgid, sig)
+    for proc in _descendants(pid, tag):
+        with contextlib.suppress(psutil.Error, OSError):
+            proc.send_signal(sig)
 
 
 async def run_process(
@@ -54,6 +96,7 @@ async def run_process(
     tail_lines: int = 20,
     log_limit: int = 16 * 1024 * 1024,
     line_limit: int = 64 * 1024,
+    drain_seconds: float = 0.5,
 ) -> ProcessResult:
     """Run ``argv`` (never through a shell) until it exits, times out or the job must stop.
 
@@ -61,10 +104,12 @@ async def run_process(
         OSError: the program could not be started.
     """
     ctx.checkpoint()
+    tag = f"{ctx.attempt_id}-{secrets.token_hex(8)}"
+    child_env = dict(env if env is not None else os.environ) | {TAG: tag}
     proc = await asyncio.create_subprocess_exec(
         *argv,
         cwd=cwd,
-        env=dict(env) if env is not None else None,
+        env=child_env,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
@@ -103,30 +148,47 @@ async def run_process(
             line += chunk[start:][: max(0, line_limit - len(line))]
         if line:
             await emit(bytes(line))
-        await proc.wait()
+
+    async def exited() -> None:
+        # Not proc.wait(): before Python 3.12 it also waits for every holder of the pipe to
+        # close it, and a background child may hold it for ever.
+        while proc.returncode is None:  # noqa: ASYNC110  (no exit event to wait on)
+            await asyncio.sleep(0.02)
+
+    async def finished() -> None:
+        await exited()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(reader), timeout=drain_seconds)
 
     stopped: str | None = None
     reader = asyncio.create_task(pump())
+    ended = asyncio.create_task(finished())
     stop = asyncio.create_task(ctx.cancelled.wait())
     try:
         done, _ = await asyncio.wait(
-            {reader, stop}, timeout=time_limit, return_when=asyncio.FIRST_COMPLETED
+            {ended, stop}, timeout=time_limit, return_when=asyncio.FIRST_COMPLETED
         )
-        if reader not in done:
+        if ended not in done:
             stopped = "cancelled" if stop in done else "timeout"
             ctx.log.info("process.stopping", pid=proc.pid, why=stopped)
-            _signal_group(pgid, signal.SIGTERM)
+            await asyncio.to_thread(_signal_all, proc.pid, pgid, tag, signal.SIGTERM)
             try:
-                await asyncio.wait_for(asyncio.shield(reader), timeout=kill_grace)
+                await asyncio.wait_for(asyncio.shield(ended), timeout=kill_grace)
             except TimeoutError:
-                _signal_group(pgid, signal.SIGKILL)
-                await reader
-        else:
+                await asyncio.to_thread(_signal_all, proc.pid, pgid, tag, signal.SIGKILL)
+                await exited()
+        if reader.done():
             reader.result()
     finally:
         stop.cancel()
-        # Whatever happened (also a cancelled task): no member of the group survives the job.
+        ended.cancel()
+        # Whatever happened (also a cancelled task): no descendant survives the job, whether
+        # it stayed in the group, left it (setsid) or was orphaned.
         _signal_group(pgid, signal.SIGKILL)
+        with contextlib.suppress(BaseException):
+            await asyncio.shield(
+                asyncio.to_thread(_signal_all, proc.pid, pgid, tag, signal.SIGKILL)
+            )
         if not reader.done():
             reader.cancel()
             with contextlib.suppress(BaseException):
@@ -135,7 +197,7 @@ async def run_process(
             with contextlib.suppress(ProcessLookupError):
                 proc.kill()
             with contextlib.suppress(BaseException):
-                await asyncio.wait_for(proc.wait(), timeout=kill_grace)
+                await asyncio.wait_for(exited(), timeout=kill_grace)
         ctx.children.discard(pgid)
     ctx.log.info("process.ended", pid=proc.pid, returncode=proc.returncode, stopped=stopped)
     return ProcessResult(
