@@ -30,7 +30,7 @@ MAX_LIMIT = 1000
 """Rows a listing returns at most."""
 MAX_SECONDS = 100 * 365 * 86400.0
 """A duration (a filter or a retention period): a century."""
-MAX_BIGINT = 2**63 - 1
+MAX_BIGINT = 9_223_372_036_854_775_807  # 2^63 - 1
 """The largest id PostgreSQL stores (``bigint``)."""
 
 

@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 import asyncpg
 
 from jobs.logs import get_logger
+from jobs.retry import backoff
 from jobs.settings import DatabaseSettings, default_data_dir
 
 log = get_logger("db")
@@ -99,7 +100,7 @@ async def ride_out(
     (an idempotent or fenced write).
     """
     deadline = time.monotonic() + within
-    delay = 0.1
+    failures = 0
     while True:
         try:
             return await op()
@@ -109,11 +110,12 @@ async def ride_out(
                 raise
             if left <= 0:
                 raise DatabaseUnavailable(f"{what}: {type(exc).__name__}: {exc}"[:300]) from exc
+            failures += 1
+            delay = backoff(failures, base=0.1, cap=2.0, jitter=False)
             (log_to or log).warning(
                 "db.write_retried", during=what, error=str(exc)[:200], retry_in=delay
             )
             await asyncio.sleep(min(delay, left))
-            delay = min(delay * 2, 2.0)
 
 
 def embedded_dsn(data_dir: Path) -> str:
