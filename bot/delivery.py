@@ -44,6 +44,7 @@ from jobs import (
     UNAVAILABLE,
     JobStatus,
     JobStore,
+    JobView,
     Outbox,
     OutboxRow,
     Registry,
@@ -106,7 +107,7 @@ class Delivery:
         self._stopping = False
         self._last_edit: dict[int, float] = {}
         self._lookups: set[asyncio.Task[None]] = set()
-        self.discord = DiscordIO(client, settings.requests_per_second)
+        self.discord = DiscordIO(client, settings.request_rate())
         self.answers = Answers(store, self._record_answer)
         # This process, as the owner of render leases.
         self.name = incarnation()
@@ -305,24 +306,39 @@ class Delivery:
             if isinstance(exc, OSError):  # 5xx answers are counted where they arrive (trace)
                 discord_retry("network")
             raise
-        except Exception as exc:  # a refusal (403/404/400) or a bug: retry with backoff, then dead
-            self.stats["failures"] += 1
-            error = describe(exc) if isinstance(exc, discord.HTTPException) else repr(exc)
-            log.warning(
-                "delivery.failed",
-                job_id=public_id,
-                error=error,
-                exc_info=not isinstance(exc, discord.HTTPException),
-            )
-            for row in pending:
-                dead = await self.outbox.failed(row, error)
-                if dead:
-                    notice_dead_lettered(row.topic)
-                    log.warning("delivery.dead_lettered", job_id=public_id, outbox_id=row.id)
-            return not pending or job.state in TERMINAL  # the poll loop retries when due
+        except discord.HTTPException as exc:
+            if exc.status != 429:
+                return await self._refused(job, public_id, pending, exc)
+            # Still rate limited after discord.py's own retries: Discord is saying "later",
+            # not "no". Hand the rows back uncounted (never a dead letter) and try again later.
+            await self.outbox.release(pending, 5.0)
+            log.warning("delivery.rate_limited", job_id=public_id)
+            return False
+        except Exception as exc:  # a bug: retry with backoff, then dead-letter
+            return await self._refused(job, public_id, pending, exc)
         if job.state in render.NOTICE_STATES and binding["progress_state"] in TERMINAL:
             await self._settle_answer(status, binding)
         return job.state in TERMINAL and binding["progress_state"] in TERMINAL
+
+    async def _refused(
+        self, job: JobView, public_id: str, pending: list[OutboxRow], exc: Exception
+    ) -> bool:
+        """A refusal (403/404/400) or a bug: count the attempt; retry with backoff, then
+        dead-letter. True when nothing is left for this job's actor to do."""
+        self.stats["failures"] += 1
+        error = describe(exc) if isinstance(exc, discord.HTTPException) else repr(exc)
+        log.warning(
+            "delivery.failed",
+            job_id=public_id,
+            error=error,
+            exc_info=not isinstance(exc, discord.HTTPException),
+        )
+        for row in pending:
+            dead = await self.outbox.failed(row, error)
+            if dead:
+                notice_dead_lettered(row.topic)
+                log.warning("delivery.dead_lettered", job_id=public_id, outbox_id=row.id)
+        return not pending or job.state in TERMINAL  # the poll loop retries when due
 
     async def _record_answer(self, job_id: int, state: State) -> None:
         await self.pool.execute(sql("binding_set_answer_state"), job_id, state.value)

@@ -44,8 +44,9 @@ class BotSettings(BaseSettings):
     # channel, and 3 per 6 s for messages older than an hour). Edits coalesce to the latest.
     edit_interval_seconds: float = Field(default=1.0, ge=0)
     old_message_edit_interval_seconds: float = Field(default=2.0, ge=0)
-    # The bot's own pace for delivery requests (Discord allows 50 per second per bot in all;
-    # interaction answers are exempt and bypass this).
+    # The bot's own pace for delivery requests (Discord allows 50 per second per bot token in
+    # all, across every process; interaction answers are exempt and bypass this). A process
+    # running k of n shards paces at k/n of it (request_rate()).
     requests_per_second: float = Field(default=45.0, gt=0)
     # Outbox delivery: polling is the fallback for a missed NOTIFY.
     delivery_poll_seconds: float = Field(default=2.0, gt=0)
@@ -82,6 +83,14 @@ class BotSettings(BaseSettings):
                     f"shard ids {bad} are outside 0..{self.shard_count - 1} (--shard-count)"
                 )
         return self
+
+    def request_rate(self) -> float:
+        """This process's share of the bot's global request budget: Discord's 50 requests/s
+        are per bot token, shared by every process that runs some of its shards, so a process
+        running k of n shards paces itself at ``requests_per_second * k / n``."""
+        if self.shard_ids is None or self.shard_count is None:
+            return self.requests_per_second
+        return self.requests_per_second * len(self.shard_ids) / self.shard_count
 
     def partition(self) -> tuple[int, list[int]] | None:
         """The outbox partition this process delivers: None for every job."""

@@ -246,3 +246,28 @@ async def _notice_count_of(errand: Errand, ids: list[str], want: int) -> int | N
         ids,
     )
     return int(count) if count == want else None
+
+
+async def test_a_notice_still_rate_limited_after_discordpy_retries_is_never_dead_lettered(
+    errand: Errand, bot: ErrandBot, worker: Worker
+) -> None:
+    """A 429 storm on notices longer than discord.py's own retries (and than the bot's
+    delivery attempts, 3 here): Discord says "later", not "no", so the notice is handed back
+    without counting, never dead-lettered, and delivered once the storm ends."""
+    _, job_id = await errand.summon(params="steps=1 step_seconds=0.2")
+    thread = await errand.thread_of(job_id)
+    await errand.wait_progress_state(job_id, "running")
+    errand.emu.faults.ratelimit_next(
+        40, path_contains=f"/channels/{thread}/messages", method="POST"
+    )
+    [notice] = await poll(lambda: errand.notices(thread), timeout=60)
+    assert "**succeeded**" in notice.content
+    row = await errand.pool.fetchrow(
+        "SELECT o.* FROM outbox o JOIN job j ON j.id = o.job_id WHERE j.public_id = $1 "
+        "AND o.payload->>'to' = 'succeeded'",
+        job_id,
+    )
+    assert row["dead_at"] is None
+    assert row["external_id"] == str(notice.id)
+    limited = errand.emu.request_log(path_contains=f"/channels/{thread}/messages", status=429)
+    assert len(limited) == 40
