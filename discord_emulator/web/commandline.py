@@ -17,6 +17,7 @@ from typing import Any
 
 # https://discord.com/developers/docs/interactions/application-commands#application-command-object-application-command-option-type
 SUB_COMMAND, SUB_COMMAND_GROUP = 1, 2
+STRING = 3
 BOOLEAN, USER, CHANNEL, MENTIONABLE = 5, 6, 7, 9
 _TRUE = {"true", "yes", "1", "on"}
 _FALSE = {"false", "no", "0", "off"}
@@ -129,6 +130,7 @@ def parse(
     commands: list[dict[str, Any]],
     *,
     lookup: dict[str, int] | None = None,
+    max_lengths: dict[str, int] | None = None,
 ) -> Invocation:
     """Parse ``/path opt:value ...`` against ``commands`` (the registered schema).
 
@@ -136,10 +138,13 @@ def parse(
         text: what the user typed, starting with ``/``.
         commands: registered application commands (global and the guild's).
         lookup: names (``alice``, ``#general``) to ids, for user and channel options.
+        max_lengths: ``{"summon task": 1500}``: limits for string options that declare no
+            ``max_length`` (the declared one wins).
 
     Raises:
         CommandLineError: unknown command, subcommand or option, a repeated option, a missing
-            required option or a value that is not a boolean where one is expected.
+            required option, a string outside its declared length (Discord's client refuses it
+            before sending) or a value that is not a boolean where one is expected.
     """
     path, node, rest = _split_path(text, commands)
     schema = {o["name"]: o for o in node.get("options") or []}
@@ -153,10 +158,26 @@ def parse(
         if name in options:
             raise CommandLineError(f"option {name}: given twice")
         options[name] = _convert(schema[name], _unquote(raw), lookup or {})
+        limit = (max_lengths or {}).get(f"{path} {name}")
+        _check_length(schema[name], options[name], limit)
     missing = [n for n, o in schema.items() if o.get("required") and n not in options]
     if missing:
         raise CommandLineError(f"/{path} needs {', '.join(m + ':' for m in missing)}")
     return Invocation(path, options)
+
+
+def _check_length(opt: dict[str, Any], value: Any, fallback: int | None) -> None:
+    """A string option's ``min_length``/``max_length``, as Discord's client enforces them."""
+    if opt.get("type") != STRING or not isinstance(value, str):
+        return
+    most = opt.get("max_length") or fallback
+    least = opt.get("min_length")
+    if most is not None and len(value) > int(most):
+        raise CommandLineError(
+            f"option {opt['name']}: at most {most} characters (this is {len(value):,})"
+        )
+    if least is not None and len(value) < int(least):
+        raise CommandLineError(f"option {opt['name']}: at least {least} characters")
 
 
 def _convert(opt: dict[str, Any], raw: str, lookup: dict[str, int]) -> Any:
