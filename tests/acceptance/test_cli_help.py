@@ -1,0 +1,98 @@
+"""The CLI as a person meets it: ``job submit --help`` lists every registered kind with its
+parameters and examples, flags show what to type (never a Python type), and ``job status``
+reads at a glance: the task, progress as "3 of 5", and the result or the reason."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+
+import asyncpg
+
+from jobs.kinds import default_registry
+from tests.acceptance.conftest import Errand
+from tests.acceptance.test_cli import Worker
+from tests.cli_support import run_cli
+
+PYTHON_TYPES = re.compile(r"<(bool|str|int|float|list\[[^\]]*\]|Path)>")
+
+
+async def _finished(pool: asyncpg.Pool, public_id: str, within: float = 20.0) -> str:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        state = await pool.fetchval("SELECT state::text FROM job WHERE public_id = $1", public_id)
+        if state in ("succeeded", "failed", "cancelled", "unknown"):
+            return str(state)
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{public_id} did not finish in {within}s")
+
+
+async def test_submit_help_lists_every_registered_kind_with_its_parameters(
+    env: dict[str, str],
+) -> None:
+    ran = await run_cli(env | {"COLUMNS": "160"}, "job", "submit", "--help")
+    assert ran.code == 0, ran.err
+    text = ran.out
+    registry = default_registry()
+    assert registry.names()
+    for name in registry.names():
+        spec = registry.get(name)
+        assert re.search(rf"^│ {re.escape(name)}\s", text, re.M), (name, text)
+        for field in spec.params.model_fields:
+            assert re.search(rf"^│\s+{re.escape(field)}\s", text, re.M), (name, field, text)
+        assert f"errand job submit {name}" in text
+    assert "--param" in text
+    assert "NAME=VALUE" in text
+    assert not PYTHON_TYPES.search(text), PYTHON_TYPES.search(text)
+
+
+async def test_no_help_shows_python_types_and_commands_come_in_reading_order(
+    env: dict[str, str],
+) -> None:
+    top = await run_cli(env | {"COLUMNS": "160"}, "--help")
+    assert top.code == 0, top.err
+    commands = re.findall(r"^│ (\w+)\s{2,}", top.out.split("Commands")[1], re.M)
+    assert commands[:4] == ["sandbox", "run", "bot", "worker"], commands
+    assert commands.index("job") < commands.index("migrate") < commands.index("prune")
+    for args in (["job", "list"], ["job", "status"], ["job", "cancel"], ["worker"], ["prune"]):
+        ran = await run_cli(env | {"COLUMNS": "160"}, *args, "--help")
+        assert ran.code == 0, ran.err
+        assert not PYTHON_TYPES.search(ran.out), (args, ran.out)
+        assert re.search(r"--json\s{2,}Print", ran.out) or "--json" not in ran.out
+
+
+async def test_status_shows_the_task_progress_and_the_result_or_the_reason(
+    env: dict[str, str], errand: Errand, worker: Worker, pool: asyncpg.Pool
+) -> None:
+    failing = await errand(
+        "job", "submit", "demo", "-p", "steps=5", "-p", "step_seconds=0",
+        "-p", "fail_at_step=4", "--json",
+    )  # fmt: skip
+    done = await errand("job", "submit", "demo", "-p", "steps=2", "-p", "step_seconds=0", "--json")
+    await worker()
+    assert await _finished(pool, failing["id"]) == "failed"
+    assert await _finished(pool, done["id"]) == "succeeded"
+
+    ran = await run_cli(env, "job", "status", failing["id"])
+    assert ran.code == 0, ran.err
+    lines = ran.out.splitlines()
+    assert lines[0].split() == [failing["id"], "demo", "failed"]
+    fields = dict(re.findall(r"^(\w+):\s+(.*)$", ran.out, re.M))
+    assert fields["progress"] == "Step 3 of 5 · step 3 of 5"
+    assert fields["reason"] == "failed at step 4 as asked (fail_at_step)"
+    assert fields["attempt"] == "1 · 1 failure (max 3)"
+    assert json.loads(fields["params"])["steps"] == 5
+
+    ran = await run_cli(env, "job", "status", done["id"])
+    fields = dict(re.findall(r"^(\w+):\s+(.*)$", ran.out, re.M))
+    assert fields["progress"] == "Step 2 of 2 · step 2 of 2"
+    assert json.loads(fields["result"]) == {"attempt": 1, "steps": 2}
+
+    # A job asked in words (a prompt, a task or a text parameter) shows it as its task.
+    asked = await errand("job", "submit", "agent", "-p", "prompt=sum up  the README", "--json")
+    ran = await run_cli(env, "job", "status", asked["id"])
+    fields = dict(re.findall(r"^(\w+):\s+(.*)$", ran.out, re.M))
+    assert fields["task"] == "sum up the README"
+    assert "prompt" not in json.loads(fields.get("params", "{}"))
