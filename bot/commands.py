@@ -31,7 +31,7 @@ from discord import app_commands
 
 from bot import authz, render
 from bot.queries import sql
-from bot.settings import BotSettings
+from bot.settings import BotSettings, agent_configured
 from jobs import (
     ID_PATTERN,
     Actor,
@@ -60,6 +60,13 @@ TASK_FIELDS = ("prompt", "task", "text")
 
 NO_SUCH_JOB = "No such job."
 NO_PINGS = discord.AllowedMentions.none()
+# Kinds that need a model endpoint (ERRAND_AGENT_*): not offered without one.
+NEEDS_MODEL = frozenset({"agent"})
+NO_MODEL = (
+    "The `agent` kind needs a model, and none is configured here: the operator sets "
+    "`ERRAND_AGENT_BASE_URL` (any OpenAI-compatible server) or `ERRAND_AGENT_API_KEY`. "
+    "Try `kind:demo`."
+)
 
 T = TypeVar("T")
 
@@ -233,8 +240,11 @@ async def summon(
         await reply(interaction, refusal)
         return
     if kind_name not in host.registry:
-        known = ", ".join(host.registry.names())
+        known = ", ".join(offered_kinds(host.registry))
         await reply(interaction, f"Unknown kind `{render.code(kind_name, 40)}`. Kinds: {known}.")
+        return
+    if kind_name in NEEDS_MODEL and not agent_configured():
+        await reply(interaction, NO_MODEL)
         return
     try:
         values = parse_params(params or "")
@@ -308,6 +318,12 @@ async def summon(
     host.delivery.poke(job.id, job.public_id)
 
 
+def offered_kinds(registry: Registry) -> list[str]:
+    """Registered kinds a user can run here (the agent only when a model is configured)."""
+    model = agent_configured()
+    return [n for n in registry.names() if model or n not in NEEDS_MODEL]
+
+
 @summon.autocomplete("kind")
 async def kind_choices(
     interaction: discord.Interaction[Any], current: str
@@ -315,7 +331,7 @@ async def kind_choices(
     """Registered kinds matching what was typed, with their descriptions."""
     registry = host_of(interaction).registry
     out = []
-    for name in registry.names():
+    for name in offered_kinds(registry):
         spec = registry.get(name)
         if current.lower() in name.lower():
             label = f"{name} — {spec.description}" if spec.description else name
@@ -458,8 +474,8 @@ async def _cancel(
     pid = job.public_id
     answers = {
         "cancelled": f"Cancelled job `{pid}`.",
-        "cancelling": f"Asked job `{pid}` to stop; it is cancelling and will say when it "
-        "has stopped.",
+        # The progress message shows the stop (often before this answer arrives).
+        "cancelling": f"Asked job `{pid}` to stop; its progress message shows when it has.",
         "already_cancelling": f"Job `{pid}` is already cancelling.",
         "too_late": f"Too late: job `{pid}` already {result.job.state.value}.",
     }
