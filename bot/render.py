@@ -252,6 +252,12 @@ def status_page(
     lines.append(" · ".join(times))
     if thread_id:
         lines.append(f"Thread: <#{thread_id}>")
+    if job.state is State.UNKNOWN:
+        # What the notice's "See /job status" points at: how to settle it.
+        lines.append(
+            f"To settle it, check whether it happened, then `/job resolve id:{job.public_id} "
+            "outcome:... note:...` (an operator; the requester too where the kind allows)."
+        )
     if status.assets:
         lines.append(
             "Assets: "

@@ -10,6 +10,7 @@ import pytest
 
 from bot import render
 from bot.settings import BotSettings
+from jobs.engine.model import JobStatus
 from jobs.engine.state import State
 from tests.unit.test_bot_render import T0, job, row
 
@@ -37,3 +38,14 @@ def test_the_default_kind_is_the_agent_when_dotenv_configures_a_model(no_agent_e
     (no_agent_env / ".env").write_text("ERRAND_AGENT_BASE_URL=http://localhost:11434/v1\n")
     assert BotSettings().resolved_default_kind() == "agent"
     assert BotSettings(default_kind="sleep").resolved_default_kind() == "sleep"
+
+
+def test_the_status_of_an_unknown_job_says_how_to_settle_it() -> None:
+    page = render.status_page(
+        JobStatus(job(State.UNKNOWN, reason="effect in doubt")),
+        task="charge",
+        thread_id=None,
+        deliveries=[],
+    )
+    assert "`/job resolve id:k7m2x9qa outcome:... note:...`" in page
+    assert "operator" in page
