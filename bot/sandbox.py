@@ -214,16 +214,12 @@ class PageJobs:
 
 
 def page_config(world: SandboxWorld, jobs: PageJobs) -> PageConfig:
-    """The page: the sandbox's viewers, job timelines, and the task limit until the bot declares
-    it as the option's ``max_length`` (Discord's client refuses a longer one before sending)."""
-    from bot.commands import MAX_TASK
-
+    """The page: the sandbox's viewers and job timelines (job ids in code are links)."""
     return PageConfig(
         viewers=[u.id for u in world.viewers],
         title=GUILD_NAME,
         jobs=jobs,
         job_id_pattern=ID_PATTERN.pattern.removeprefix("^").removesuffix("$"),
-        max_lengths={"summon task": MAX_TASK},
     )
 
 

@@ -109,4 +109,4 @@ def agent_configured() -> bool:
     """Whether the agent kind has a model: its settings, from the environment or ``.env``."""
     from jobs import Settings
 
-    return Settings().agent.configured
+    return bool(Settings().agent.configured)

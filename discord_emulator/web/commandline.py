@@ -130,7 +130,6 @@ def parse(
     commands: list[dict[str, Any]],
     *,
     lookup: dict[str, int] | None = None,
-    max_lengths: dict[str, int] | None = None,
 ) -> Invocation:
     """Parse ``/path opt:value ...`` against ``commands`` (the registered schema).
 
@@ -138,8 +137,6 @@ def parse(
         text: what the user typed, starting with ``/``.
         commands: registered application commands (global and the guild's).
         lookup: names (``alice``, ``#general``) to ids, for user and channel options.
-        max_lengths: ``{"summon task": 1500}``: limits for string options that declare no
-            ``max_length`` (the declared one wins).
 
     Raises:
         CommandLineError: unknown command, subcommand or option, a repeated option, a missing
@@ -158,19 +155,18 @@ def parse(
         if name in options:
             raise CommandLineError(f"option {name}: given twice")
         options[name] = _convert(schema[name], _unquote(raw), lookup or {})
-        limit = (max_lengths or {}).get(f"{path} {name}")
-        _check_length(schema[name], options[name], limit)
+        _check_length(schema[name], options[name])
     missing = [n for n, o in schema.items() if o.get("required") and n not in options]
     if missing:
         raise CommandLineError(f"/{path} needs {', '.join(m + ':' for m in missing)}")
     return Invocation(path, options)
 
 
-def _check_length(opt: dict[str, Any], value: Any, fallback: int | None) -> None:
+def _check_length(opt: dict[str, Any], value: Any) -> None:
     """A string option's ``min_length``/``max_length``, as Discord's client enforces them."""
     if opt.get("type") != STRING or not isinstance(value, str):
         return
-    most = opt.get("max_length") or fallback
+    most = opt.get("max_length")
     least = opt.get("min_length")
     if most is not None and len(value) > int(most):
         raise CommandLineError(

@@ -40,14 +40,12 @@ class PageConfig:
         title: the page's and the guild header's title.
         jobs: reads a job's state and timeline for the page (``None``: job ids are plain text).
         job_id_pattern: a JavaScript regular expression matching a whole job id in inline code.
-        max_lengths: limits for string options that declare none (``{"summon task": 1500}``).
     """
 
     viewers: list[int] = field(default_factory=list)
     title: str = "Errand sandbox"
     jobs: JobLookup | None = None
     job_id_pattern: str = ""
-    max_lengths: dict[str, int] = field(default_factory=dict)
 
 
 PAGE_KEY: web.AppKey[PageConfig] = web.AppKey("discord_emulator.page", PageConfig)
@@ -213,12 +211,7 @@ async def send(request: web.Request) -> web.Response:
         msg = emu.send_message(user_id, channel, text)
         return web.json_response({"message_id": str(msg.id)})
     try:
-        inv = parse(
-            text,
-            commands_for(emu, channel),
-            lookup=_lookup(emu),
-            max_lengths=request.app[PAGE_KEY].max_lengths,
-        )
+        inv = parse(text, commands_for(emu, channel), lookup=_lookup(emu))
         handle = await emu.invoke_slash(user_id, channel, inv.path, inv.options)
     except (CommandLineError, LookupError, ValueError, PermissionError) as exc:
         return web.json_response({"error": str(exc).strip("'\"")}, status=400)

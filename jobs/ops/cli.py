@@ -37,8 +37,9 @@ T = TypeVar("T")
 
 # -- help as a person reads it ----------------------------------------------------------------
 
-# The order commands are listed in: trying it, running it, working with jobs, upkeep.
-COMMAND_ORDER = ("sandbox", "run", "bot", "worker", "job", "outbox", "migrate", "prune")
+# The order commands are listed in: running it, working with jobs, upkeep (the root app in
+# bot/cli.py puts the bot's commands first).
+COMMAND_ORDER = ("worker", "job", "outbox", "migrate", "prune")
 JOB_COMMAND_ORDER = ("submit", "status", "show", "list", "cancel", "resolve")
 # What to write instead of a Python type next to an option without its own metavar.
 TYPE_WORDS = {"str": "TEXT", "int": "INTEGER", "float": "NUMBER", "Path": "PATH"}
@@ -200,7 +201,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     rich_markup_mode="rich",
-    help="Errand: a Discord bot with durable jobs. Try it with [bold]errand sandbox[/bold].",
+    help="Errand: durable jobs.",
 )
 job_app = typer.Typer(
     cls=JobGroup,
