@@ -162,6 +162,40 @@ def parse(
     return Invocation(path, options)
 
 
+def leaf_options(commands: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Every invocable path with its options, as Discord's client lays out option fields."""
+    return {path: list(node.get("options") or []) for path, node in _leaves(commands)}
+
+
+def parse_fields(
+    path: str,
+    values: dict[str, str],
+    commands: list[dict[str, Any]],
+    *,
+    lookup: dict[str, int] | None = None,
+) -> Invocation:
+    """Options typed into separate fields (``{"task": "count", "kind": "demo"}``), checked as
+    :func:`parse` checks a typed line; empty fields are options not given.
+
+    Raises:
+        CommandLineError: as :func:`parse`.
+    """
+    schema = {o["name"]: o for o in leaf_options(commands).get(path, [])}
+    if path not in leaf_options(commands):
+        raise CommandLineError(f"unknown command /{path}")
+    options: dict[str, Any] = {}
+    for name, raw in values.items():
+        if name not in schema:
+            raise CommandLineError(f"/{path} has no option {name}")
+        if str(raw).strip():
+            options[name] = _convert(schema[name], str(raw).strip(), lookup or {})
+            _check_length(schema[name], options[name])
+    missing = [n for n, o in schema.items() if o.get("required") and n not in options]
+    if missing:
+        raise CommandLineError(f"/{path} needs {', '.join(m + ':' for m in missing)}")
+    return Invocation(path, options)
+
+
 def _check_length(opt: dict[str, Any], value: Any) -> None:
     """A string option's ``min_length``/``max_length``, as Discord's client enforces them."""
     if opt.get("type") != STRING or not isinstance(value, str):
@@ -283,4 +317,14 @@ def suggest(text: str, commands: list[dict[str, Any]], limit: int = 10) -> list[
     return out[:limit]
 
 
-__all__ = ["CommandLineError", "Focus", "Invocation", "Suggestion", "focus", "parse", "suggest"]
+__all__ = [
+    "CommandLineError",
+    "Focus",
+    "Invocation",
+    "Suggestion",
+    "focus",
+    "leaf_options",
+    "parse",
+    "parse_fields",
+    "suggest",
+]

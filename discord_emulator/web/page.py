@@ -18,7 +18,16 @@ from aiohttp import web
 from discord_emulator.control import CONTROL_KEY, Control
 from discord_emulator.state import DM, FLAG_LOADING, FORUM, TEXT, Channel, Message
 
-from .commandline import CommandLineError, Focus, Suggestion, focus, parse, suggest
+from .commandline import (
+    CommandLineError,
+    Focus,
+    Suggestion,
+    focus,
+    leaf_options,
+    parse,
+    parse_fields,
+    suggest,
+)
 
 STATIC_FILES = {
     "page.js": "text/javascript",
@@ -211,11 +220,25 @@ async def send(request: web.Request) -> web.Response:
         msg = emu.send_message(user_id, channel, text)
         return web.json_response({"message_id": str(msg.id)})
     try:
-        inv = parse(text, commands_for(emu, channel), lookup=_lookup(emu))
+        if isinstance(body.get("options"), dict):  # the option fields
+            fields = {str(k): str(v) for k, v in body["options"].items()}
+            inv = parse_fields(
+                text.removeprefix("/"), fields, commands_for(emu, channel), lookup=_lookup(emu)
+            )
+        else:
+            inv = parse(text, commands_for(emu, channel), lookup=_lookup(emu))
         handle = await emu.invoke_slash(user_id, channel, inv.path, inv.options)
     except (CommandLineError, LookupError, ValueError, PermissionError) as exc:
         return web.json_response({"error": str(exc).strip("'\"")}, status=400)
     return web.json_response({"interaction_id": str(handle.id)})
+
+
+async def command_options(request: web.Request) -> web.Response:
+    """The options of every command usable in a channel, for the composer's option fields."""
+    emu = _emu(request)
+    channel = emu.state.channels.get(int(request.query.get("channel_id", "0") or 0))
+    found = leaf_options(commands_for(emu, channel)) if channel is not None else {}
+    return web.json_response({"commands": found})
 
 
 AUTOCOMPLETE_WAIT = 2.0
@@ -309,5 +332,6 @@ def add_page_routes(app: web.Application, config: PageConfig) -> None:
     r.add_get("/_emulator/page/channels/{channel_id}/messages", messages)
     r.add_post("/_emulator/page/send", send)
     r.add_get("/_emulator/page/complete", complete)
+    r.add_get("/_emulator/page/commands", command_options)
     r.add_get("/_emulator/page/jobs/{job_id}", job)
     r.add_get("/favicon.ico", favicon)

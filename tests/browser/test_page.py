@@ -6,6 +6,7 @@ ephemeral answers, a job's timeline, and the open thread kept across a reload.""
 from __future__ import annotations
 
 import json
+import re
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -338,3 +339,49 @@ def test_the_operator_resolves_an_unknown_job(
     expect(progress).to_contain_text("succeeded", timeout=WAIT_MS)
     assert states_of(sandbox, thread_id, job_id)[-2:] == ["unknown", "succeeded"]
     assert ledger.read_text().count(job_id) == 1
+
+
+def test_option_fields_each_with_its_own_suggestions(
+    sandbox: Sandbox, browser_page: Page, screenshots: Path
+) -> None:
+    """Choosing /summon opens one field per option (required first); the kind field suggests
+    the bot's kinds, the params field that kind's parameters (never the previous field's
+    suggestions); Enter sends the options as typed into the fields."""
+    page = browser_page
+    open_page(page, sandbox)
+    box = page.locator("#main-pane .composer-input")
+    box.fill("/summ")
+    suggestions = page.locator("#main-pane .suggestions li")
+    expect(suggestions.first).to_contain_text("/summon", timeout=WAIT_MS)
+    box.press("Tab")
+    fields = page.locator("#main-pane .option-field")
+    expect(fields).to_have_count(3)
+    expect(fields.locator(".option-name")).to_have_text(["task", "kind", "params"])
+    expect(fields.first).to_have_class(re.compile("required"))
+
+    page.locator("#main-pane input[data-option=task]").fill("count in fields")
+    kind = page.locator("#main-pane input[data-option=kind]")
+    kind.click()
+    kind.press_sequentially("de")
+    expect(suggestions.first).to_contain_text("demo", timeout=WAIT_MS)
+    kind.press("Tab")
+    expect(kind).to_have_value("demo")
+
+    params = page.locator("#main-pane input[data-option=params]")
+    params.click()
+    params.press_sequentially("st")
+    expect(suggestions).to_have_count(2, timeout=WAIT_MS)
+    expect(suggestions).to_contain_text(["steps=", "step_seconds="])
+    page.screenshot(path=str(screenshots / "option-fields.png"), animations="disabled")
+    params.fill("steps=2 step_seconds=0.2")
+    params.press("Enter")
+
+    answers = page.locator("#main-pane li.message", has_text="is queued")
+    expect(answers).to_have_count(1, timeout=WAIT_MS)
+    expect(answers.first).to_contain_text("(demo)")
+    expect(page.locator("#main-pane .option-fields")).to_be_hidden()
+    expect(box).to_have_value("")
+    job_id = answers.first.locator("code").first.inner_text()
+    _, progress = open_thread(page, answers.first, job_id)
+    expect(progress).to_contain_text("succeeded", timeout=WAIT_MS)
+    expect(progress).to_contain_text("2 steps")
