@@ -385,3 +385,21 @@ def test_option_fields_each_with_its_own_suggestions(
     _, progress = open_thread(page, answers.first, job_id)
     expect(progress).to_contain_text("succeeded", timeout=WAIT_MS)
     expect(progress).to_contain_text("2 steps")
+
+
+def test_a_forum_lists_its_posts_and_a_summon_there_starts_one(
+    sandbox: Sandbox, browser_page: Page
+) -> None:
+    page = browser_page
+    open_page(page, sandbox)
+    page.locator("#channels a", has_text="reports").click()
+    expect(page.locator("#main-pane .pane-title")).to_contain_text("reports")
+    expect(page.locator("#main-pane .messages")).to_contain_text("No posts yet")
+    box = page.locator("#main-pane .composer-input")
+    box.fill("/summon task:a forum job params:steps=1 step_seconds=0")
+    box.press("Enter")
+    post = page.locator("#main-pane li.forum-post button.thread-link", has_text="a forum job")
+    expect(post).to_have_count(1, timeout=WAIT_MS)
+    post.click()
+    progress = page.locator("#thread-pane li.message", has_text="a forum job").first
+    expect(progress).to_contain_text("succeeded", timeout=WAIT_MS)

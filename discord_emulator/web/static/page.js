@@ -366,7 +366,10 @@ class Pane {
     const prefix = ch.kind === "dm" ? "@" : ch.kind === "thread" ? ICONS["🧵"] + " " : ch.kind === "forum" ? ICONS["💬"] + " " : "# ";
     $(".pane-title", this.root).innerHTML = prefix + escapeHtml(ch.name) +
       (ch.archived ? ' <span class="muted">(archived)</span>' : "");
-    $(".composer", this.root).hidden = ch.kind === "forum";
+    // A forum takes no plain messages, but a command run in it (/summon) starts a post.
+    this.composer.input.placeholder = ch.kind === "forum"
+      ? "/summon here starts a post in this forum" : this.name === "thread"
+        ? "Message the thread, or / for commands" : "Message, or / for commands";
     const messages = data.messages.filter(shown);
     const seen = new Set();
     let previous = null;
@@ -394,11 +397,11 @@ class Pane {
     for (const el of [...this.list.children]) {
       if (!el.dataset.id || !seen.has(el.dataset.id)) { el.remove(); this.revisions.delete(el.dataset.id); }
     }
-    if (!messages.length) {
-      this.list.innerHTML = `<li class="empty">${ch.kind === "forum"
-        ? "Each post in this forum is a thread: it is listed under the forum in the sidebar. Posts appear here when a job is summoned in the forum."
-        : "No messages yet. Try /summon."}</li>`;
-      if (ch.kind === "forum") this.renderForum(ch);
+    // (Forum post cards are drawn again below, after the messages.)
+    if (ch.kind === "forum") {
+      this.renderForum(ch);
+    } else if (!messages.length) {
+      this.list.innerHTML = `<li class="empty">No messages yet. Try /summon.</li>`;
     }
     drawJobStates();
     refreshJobStates();
@@ -407,11 +410,15 @@ class Pane {
 
   // A forum's posts are its threads: list them as cards, as Discord does, instead of a dead end.
   renderForum(ch) {
+    for (const el of this.list.querySelectorAll(".forum-post, .empty")) el.remove();
     const forum = page.world && page.world.channels.find((c) => c.id === ch.id);
-    if (!forum || !forum.threads.length) return;
-    this.list.innerHTML = forum.threads.map((t) => `<li class="message forum-post" data-id="post-${t.id}">
-      <button type="button" class="thread-link" data-thread="${t.id}">${ICONS["🧵"]}<span class="thread-name">${
-        escapeHtml(t.name)}</span> ›</button>${t.archived ? ' <span class="muted">archived</span>' : ""}</li>`).join("");
+    const posts = forum ? forum.threads : [];
+    const html = posts.length
+      ? `<li class="section-title forum-post">Posts</li>` + posts.map((t) => `<li class="forum-post">
+        <button type="button" class="thread-link" data-thread="${t.id}">${ICONS["🧵"]}<span class="thread-name">${
+          escapeHtml(t.name)}</span> ›</button>${t.archived ? ' <span class="muted">archived</span>' : ""}</li>`).join("")
+      : `<li class="empty">No posts yet: a /summon here starts one (each job gets its own post).</li>`;
+    this.list.insertAdjacentHTML("beforeend", html);
   }
 
   async onClick(event) {
