@@ -332,10 +332,12 @@ async def run_sandbox(
 async def archive_threads(emu: Emulator, stop: asyncio.Event) -> None:
     """Archive threads as Discord does, after their auto-archive duration without activity
     (the emulator archives when its clock moves; here it moves with the wall clock)."""
-    while not stop.is_set():
+    while True:
         emu.advance(0)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), ARCHIVE_SWEEP_SECONDS)
+        if stop.is_set():
+            return
 
 
 @contextlib.contextmanager

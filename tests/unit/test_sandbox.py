@@ -3,6 +3,7 @@ restart, its settings rooted in the data directory, and the example catalog it f
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from bot.sandbox import (
     GUILD_NAME,
     OPERATOR_ROLE,
     SandboxError,
+    archive_threads,
     build_world,
     example_catalog,
     exclusive,
@@ -106,3 +108,20 @@ def test_one_data_directory_runs_one_sandbox(tmp_path: Path) -> None:
         pass
     with exclusive(tmp_path):
         pass
+
+
+async def test_threads_archive_after_their_auto_archive_duration() -> None:
+    """The sandbox archives a thread once it has been idle for its auto-archive duration (the
+    emulator archives only when its clock moves; the sandbox moves it with the wall clock)."""
+    emu = Emulator()
+    world = build_world(emu)
+    general = next(c for c in emu.state.channels.values() if c.name == "general")
+    idle = emu.actions.create_thread(general, world.viewers[0].id, "idle", auto_archive_duration=60)
+    busy = emu.actions.create_thread(general, world.viewers[0].id, "busy", auto_archive_duration=60)
+    idle.last_activity -= 61 * 60
+    stop = asyncio.Event()
+    stop.set()  # one sweep, then return
+    await archive_threads(emu, stop)
+    assert idle.thread is not None
+    assert busy.thread is not None
+    assert (idle.thread.archived, busy.thread.archived) == (True, False)
