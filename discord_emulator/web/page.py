@@ -150,7 +150,7 @@ def message_view(emu: Control, msg: Message) -> dict[str, Any]:
     return data
 
 
-def _command_path(emu: Emulator, msg: Message) -> str | None:
+def _command_path(emu: Control, msg: Message) -> str | None:
     """``job status`` for an answer to ``/job status``: the full path Discord's client shows
     above a command's answer (the interaction's data, else the metadata's top-level name)."""
     meta = msg.interaction_metadata or {}
