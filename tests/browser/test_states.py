@@ -56,12 +56,13 @@ def test_every_state_as_the_page_shows_it(
     expect(running).to_contain_text("running", timeout=WAIT_MS)
     expect(running).to_contain_text("step 3 of 60", timeout=WAIT_MS)
     expect(running.locator("svg.icon[aria-label=running]")).to_have_count(1)
+    expect(long_answer.locator(".job-state")).to_contain_text(" of 60", timeout=WAIT_MS)
     shoot(page, running, screenshots / "state-running.png")
 
     running.locator("button", has_text="Cancel").click()
     expect(running).to_contain_text("cancelled", timeout=WAIT_MS)
     expect(running.locator("button", has_text="Cancel")).to_have_count(0)
-    expect(long_answer.locator(".job-state")).to_contain_text("cancelled", timeout=WAIT_MS)
+    expect(long_answer.locator(".content")).to_contain_text("was cancelled", timeout=WAIT_MS)
     shoot(page, running, screenshots / "state-cancelled.png")
 
     _, waiting = open_thread(page, waiting_answer, waiting_id)
@@ -90,5 +91,6 @@ def test_every_state_as_the_page_shows_it(
     assert sandbox.stop() == 0, sandbox.log()
     sandbox.start()
     expect(blind).to_contain_text("unknown", timeout=WAIT_MS)
+    # The page's chip shows it (after a restart the bot's answer keeps its last live state).
     expect(blind_answer.locator(".job-state")).to_contain_text("unknown", timeout=WAIT_MS)
     shoot(page, blind, screenshots / "state-unknown.png")

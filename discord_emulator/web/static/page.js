@@ -242,12 +242,16 @@ const STATE_ICONS = {
   queued: "⏳", running: "▶", cancelling: "🛑", succeeded: "✅", failed: "❌", cancelled: "⛔", unknown: "❓",
 };
 
+// The bot's answer names the job's state; while the job runs, the chip beside its thread link
+// adds how far it got ("4 of 60"), live.
 function drawJobStates() {
   for (const el of document.querySelectorAll("[data-job-state]")) {
     const job = page.jobs.get(el.dataset.jobState);
-    const html = job ? `${ICONS[STATE_ICONS[job.state]] || ""}<span>${escapeHtml(job.state)}</span>${
-      job.progress && job.progress.total && !job.finished
-        ? ` <span class="muted">${job.progress.done} of ${job.progress.total}</span>` : ""}` : "";
+    const live = job && !job.finished;
+    const progress = live && job.progress && job.progress.total
+      ? `${job.progress.done} of ${job.progress.total}` : "";
+    const html = live ? `${ICONS[STATE_ICONS[job.state]] || ""}<span>${
+      escapeHtml(progress || job.state)}</span>` : "";
     if (el.innerHTML !== html) { el.innerHTML = html; el.dataset.state = job ? job.state : ""; }
   }
 }
