@@ -445,14 +445,13 @@ def status_text(status: JobStatus) -> str:
         text = error if isinstance(error, str) else json.dumps(error, default=str)
         if not job.reason or job.reason not in text:
             rows.append(("error", text[:500]))
-    rows.append(("attempt", job.attempt_line.removeprefix("attempt ")))
+    rows.append(("", job.attempt_line))  # "attempt 1 · 0 failures (max 3)", as on Discord
     if job.usage and any(job.usage.values()):
         rows.append(("usage", ", ".join(f"{k} {v}" for k, v in job.usage.items() if v)))
     rows.append(("requester", job.requester))
     rows.append(("submitted", f"{job.created_at:%Y-%m-%d %H:%M:%S %Z}".strip()))
-    width = max(len(label) for label, _ in rows) + 2
     lines = [f"{job.public_id}  {job.kind}  {job.state.value}"]
-    lines += [f"{label + ':':{width}}{value}" for label, value in rows]
+    lines += [f"{label}: {value}" if label else value for label, value in rows]
     if status.steps:
         lines.append("steps:")
         lines += [
