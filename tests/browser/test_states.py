@@ -4,6 +4,7 @@ cancelled, and unknown after a stop in the middle of a blind effect."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -54,9 +55,10 @@ def test_every_state_as_the_page_shows_it(
 
     _, running = open_thread(page, long_answer, long_id)
     expect(running).to_contain_text("running", timeout=WAIT_MS)
-    expect(running).to_contain_text("step 3 of 60", timeout=WAIT_MS)
+    expect(running).to_contain_text(re.compile(r"Step ([3-9]|\d\d) of 60"), timeout=WAIT_MS)
     expect(running.locator("svg.icon[aria-label=running]")).to_have_count(1)
     expect(long_answer.locator(".job-state")).to_contain_text(" of 60", timeout=WAIT_MS)
+    expect(long_answer.locator(".content")).to_contain_text("is running", timeout=WAIT_MS)
     shoot(page, running, screenshots / "state-running.png")
 
     running.locator("button", has_text="Cancel").click()
