@@ -60,13 +60,10 @@ TASK_FIELDS = ("prompt", "task", "text")
 
 NO_SUCH_JOB = "No such job."
 NO_PINGS = discord.AllowedMentions.none()
-# Kinds that need a model endpoint (ERRAND_AGENT_*): not offered without one.
+# Kinds that need a model endpoint (ERRAND_AGENT_*): not suggested when this process has
+# none. Still accepted when typed: workers elsewhere may hold the model settings, and a worker
+# without them fails the job at once saying what to set.
 NEEDS_MODEL = frozenset({"agent"})
-NO_MODEL = (
-    "The `agent` kind needs a model, and none is configured here: the operator sets "
-    "`ERRAND_AGENT_BASE_URL` (any OpenAI-compatible server) or `ERRAND_AGENT_API_KEY`. "
-    "Try `kind:demo`."
-)
 
 T = TypeVar("T")
 
@@ -242,9 +239,6 @@ async def summon(
     if kind_name not in host.registry:
         known = ", ".join(offered_kinds(host.registry))
         await reply(interaction, f"Unknown kind `{render.code(kind_name, 40)}`. Kinds: {known}.")
-        return
-    if kind_name in NEEDS_MODEL and not agent_configured():
-        await reply(interaction, NO_MODEL)
         return
     try:
         values = parse_params(params or "")
