@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
 from jobs import cli_app, cli_fail, load_settings, run_cli
 
@@ -105,9 +106,26 @@ def run_command(
     _serve(with_worker=True, bot_settings=_bot_settings(shards, shard_ids, shard_count))
 
 
+class RootGroup(TyperGroup):
+    """``errand --help`` lists commands in reading order (trying it, running it, working with
+    jobs, upkeep), not in the order the two apps define them."""
+
+    ORDER = ("sandbox", "run", "bot", "worker", "job", "outbox", "migrate", "prune")
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        rank = {name: i for i, name in enumerate(self.ORDER)}
+        return sorted(super().list_commands(ctx), key=lambda n: rank.get(n, len(rank)))
+
+
 def build_app() -> typer.Typer:
     """The root app of ``errand``: the engine's commands, then the bot's."""
-    root = typer.Typer(no_args_is_help=True, add_completion=False, help="Errand: durable jobs.")
+    root = typer.Typer(
+        cls=RootGroup,
+        no_args_is_help=True,
+        add_completion=False,
+        rich_markup_mode="rich",
+        help="Errand: a Discord bot with durable jobs. Try it with [bold]errand sandbox[/bold].",
+    )
     root.add_typer(cli_app)
     root.add_typer(bot_app)
     return root

@@ -31,7 +31,7 @@ from discord import app_commands
 
 from bot import authz, render
 from bot.queries import sql
-from bot.settings import BotSettings
+from bot.settings import BotSettings, agent_configured
 from jobs import (
     ID_PATTERN,
     Actor,
@@ -60,6 +60,10 @@ TASK_FIELDS = ("prompt", "task", "text")
 
 NO_SUCH_JOB = "No such job."
 NO_PINGS = discord.AllowedMentions.none()
+# Kinds that need a model endpoint (ERRAND_AGENT_*): not suggested when this process has
+# none. Still accepted when typed: workers elsewhere may hold the model settings, and a worker
+# without them fails the job at once saying what to set.
+NEEDS_MODEL = frozenset({"agent"})
 
 T = TypeVar("T")
 
@@ -233,7 +237,7 @@ async def summon(
         await reply(interaction, refusal)
         return
     if kind_name not in host.registry:
-        known = ", ".join(host.registry.names())
+        known = ", ".join(offered_kinds(host.registry))
         await reply(interaction, f"Unknown kind `{render.code(kind_name, 40)}`. Kinds: {known}.")
         return
     try:
@@ -308,6 +312,12 @@ async def summon(
     host.delivery.poke(job.id, job.public_id)
 
 
+def offered_kinds(registry: Registry) -> list[str]:
+    """Registered kinds a user can run here (the agent only when a model is configured)."""
+    model = agent_configured()
+    return [n for n in registry.names() if model or n not in NEEDS_MODEL]
+
+
 @summon.autocomplete("kind")
 async def kind_choices(
     interaction: discord.Interaction[Any], current: str
@@ -315,7 +325,7 @@ async def kind_choices(
     """Registered kinds matching what was typed, with their descriptions."""
     registry = host_of(interaction).registry
     out = []
-    for name in registry.names():
+    for name in offered_kinds(registry):
         spec = registry.get(name)
         if current.lower() in name.lower():
             label = f"{name} — {spec.description}" if spec.description else name
@@ -458,8 +468,8 @@ async def _cancel(
     pid = job.public_id
     answers = {
         "cancelled": f"Cancelled job `{pid}`.",
-        "cancelling": f"Asked job `{pid}` to stop; it is cancelling and will say when it "
-        "has stopped.",
+        # The progress message shows the stop (often before this answer arrives).
+        "cancelling": f"Asked job `{pid}` to stop; its progress message shows when it has.",
         "already_cancelling": f"Job `{pid}` is already cancelling.",
         "too_late": f"Too late: job `{pid}` already {result.job.state.value}.",
     }

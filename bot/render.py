@@ -191,17 +191,32 @@ def notice(job: JobView, row: OutboxRow, user_id: int | None) -> str:
     who = f"<@{user_id}> " if user_id else ""
     reason = row.payload.get("reason")
     text = f"{who}{ICONS[to]} Job `{job.public_id}` **{to.value}**"
+    by, why = cancelled_by(str(reason or "")) if to is State.CANCELLED else (None, None)
+    if by:
+        text += f" by {by}"
     if to in TERMINAL:
         text += f" after {seconds(duration(job))}"
         if job.attempts > 1 or job.failures:  # restarts and retries are part of the story
             text += f" · {job.attempt_line}"
-    if reason:
+    if by:
+        text += f" ({code(why, 300)})" if why else ""
+    elif reason:
         text += f": {code(str(reason), 300)}"
     if to is State.SUCCEEDED and job.result is not None:
         text += f"\nResult: `{summary(job.result, 500)}`"
     if to is State.UNKNOWN:
         text += f"\nSee `/job status {job.public_id}` for what you can do."
     return text[:MAX_CONTENT]
+
+
+def cancelled_by(reason: str) -> tuple[str | None, str | None]:
+    """``cancelled by requester: Cancel button`` -> (``the requester``, ``Cancel button``), so a
+    notice reads "cancelled by the requester after 27.4 s (Cancel button)"."""
+    head, _, why = reason.partition(": ")
+    if not head.startswith("cancelled by "):
+        return None, None
+    who = head.removeprefix("cancelled by ")
+    return (f"the {who}" if who in ("requester", "operator", "system") else who), why or None
 
 
 def status_page(
@@ -237,6 +252,12 @@ def status_page(
     lines.append(" · ".join(times))
     if thread_id:
         lines.append(f"Thread: <#{thread_id}>")
+    if job.state is State.UNKNOWN:
+        # What the notice's "See /job status" points at: how to settle it.
+        lines.append(
+            f"To settle it, check whether it happened, then `/job resolve id:{job.public_id} "
+            "outcome:... note:...` (an operator; the requester too where the kind allows)."
+        )
     if status.assets:
         lines.append(
             "Assets: "

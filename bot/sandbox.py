@@ -30,6 +30,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from pydantic import SecretStr
 
@@ -37,9 +38,13 @@ from discord_emulator import Emulator, EmulatorConfig, User
 from discord_emulator.persist import WorldFile
 from discord_emulator.web import PageConfig, serve_page
 from jobs import (
+    ID_PATTERN,
+    TERMINAL,
     Engine,
     HealthServer,
     Settings,
+    State,
+    UnknownJob,
     Worker,
     default_catalog_path,
     get_logger,
@@ -54,8 +59,16 @@ from jobs import (
 log = get_logger("sandbox")
 
 GUILD_NAME = "Errand Sandbox"
-VIEWERS = ("alice", "bob")
+VIEWERS = ("alice", "bob", "operator")
+# Members with this role are the bot's operators (BotSettings.admin_role): they may cancel any
+# job and resolve `unknown` ones.
+OPERATOR_ROLE = "Errand operators"
+OPERATORS = ("operator",)
 WORLD_FILE = "discord.json"
+# How often threads inactive for their auto-archive duration are archived (Discord does it
+# on its own; the emulator does it when its clock moves).
+ARCHIVE_SWEEP_SECONDS = 60.0
+CANCEL_STATES = frozenset({State.CANCELLING, State.CANCELLED})
 
 
 class SandboxError(RuntimeError):
@@ -72,30 +85,41 @@ class SandboxWorld:
 
 def build_world(emu: Emulator) -> SandboxWorld:
     """A first start's world: the Errand application, a guild with ``#general`` and a
-    ``#reports`` forum, two members (alice and bob) and their DMs with the bot."""
+    ``#reports`` forum, three members (alice, bob, and ``operator`` with the operators' role)
+    and their DMs with the bot."""
     emu.create_application("Errand")
     guild = emu.create_guild(GUILD_NAME)
     emu.create_channel(guild, "general", topic="Try /summon task:count to five")
     emu.create_forum(guild, "reports")
-    viewers = []
-    for name in VIEWERS:
-        user = emu.create_user(name)
-        emu.add_member(guild, user)
-        emu.create_dm(user)
-        viewers.append(user)
-    return SandboxWorld(guild.id, viewers)
+    return SandboxWorld(guild.id, [_add_viewer(emu, guild.id, name) for name in VIEWERS])
+
+
+def _add_viewer(emu: Emulator, guild_id: int, name: str) -> User:
+    user = emu.create_user(name)
+    roles = []
+    if name in OPERATORS:
+        guild = emu.state.guilds[guild_id]
+        role = next((r for r in guild.roles.values() if r.name == OPERATOR_ROLE), None)
+        roles.append(role or emu.create_role(guild_id, OPERATOR_ROLE))
+    emu.add_member(guild_id, user, roles=roles)
+    emu.create_dm(user)
+    return user
 
 
 def find_world(emu: Emulator) -> SandboxWorld:
-    """The sandbox's guild and viewers in a world loaded from disk.
+    """The sandbox's guild and viewers in a world loaded from disk (viewers added since the
+    world was saved, such as ``operator``, are added to it).
 
     Raises:
         SandboxError: the world file is not one the sandbox wrote.
     """
     guild = next((g for g in emu.state.guilds.values() if g.name == GUILD_NAME), None)
     by_name = {u.username: u for u in emu.state.users.values() if not u.bot}
-    if guild is None or emu.application is None or any(n not in by_name for n in VIEWERS):
+    if guild is None or emu.application is None or any(n not in by_name for n in VIEWERS[:2]):
         raise SandboxError("the saved Discord world is not a sandbox's; use another --data-dir")
+    for name in VIEWERS:
+        if name not in by_name:
+            by_name[name] = _add_viewer(emu, guild.id, name)
     return SandboxWorld(guild.id, [by_name[n] for n in VIEWERS])
 
 
@@ -132,8 +156,77 @@ def cli_hint(settings: Settings) -> str:
     return f"ERRAND_DB_DATA_DIR={shlex.quote(str(settings.db.data_dir))} errand job list"
 
 
+class PageJobs:
+    """What the page shows of a job (its state chip and its timeline), read from the engine
+    with the bot's visibility rule: a guild's jobs to its members, a DM's to that user."""
+
+    def __init__(self) -> None:
+        # Set once each is running: the emulator starts first, then the engine.
+        self.emu: Emulator | None = None
+        self.engine: Engine | None = None
+
+    async def __call__(self, public_id: str, user_id: int) -> dict[str, Any] | None:
+        if self.engine is None or self.emu is None:
+            return None
+        try:
+            status = await self.engine.store.status(public_id)
+        except UnknownJob:
+            return None
+        job = status.job
+        group = job.origin_group or ""
+        if job.origin.get("transport") != "discord":
+            return None
+        if group.startswith("dm:"):
+            if group != f"dm:{user_id}":
+                return None
+        elif not group.isdigit() or self.emu.state.member(int(group), user_id) is None:
+            return None
+        events = []
+        for e in status.events:
+            data = e.data if isinstance(e.data, dict) else {}
+            # Who: a resolve records its person; a requester is the job's; a cancel's person is
+            # the job's cancel_requested_by.
+            by = data.get("by")
+            if not by and e.actor == "requester":
+                by = job.requester
+            elif not by and e.actor == "operator" and e.to_state in CANCEL_STATES:
+                by = job.cancel_requested_by
+            events.append(
+                {
+                    "at": e.at.isoformat(),
+                    "from": e.from_state.value if e.from_state else None,
+                    "to": e.to_state.value,
+                    "actor": e.actor,
+                    "by": by,
+                    "reason": e.reason,
+                    "ignored": e.ignored,
+                }
+            )
+        return {
+            "id": job.public_id,
+            "kind": job.kind,
+            "state": job.state.value,
+            "finished": job.state in TERMINAL,
+            "task": str(job.origin.get("task") or ""),
+            "progress": job.progress,
+            "events": events,
+        }
+
+
+def page_config(world: SandboxWorld, jobs: PageJobs) -> PageConfig:
+    """The page: the sandbox's viewers and job timelines (job ids in code are links)."""
+    return PageConfig(
+        viewers=[u.id for u in world.viewers],
+        title=GUILD_NAME,
+        jobs=jobs,
+        job_id_pattern=ID_PATTERN.pattern.removeprefix("^").removesuffix("$"),
+    )
+
+
 @asynccontextmanager
-async def running_emulator(data_dir: Path, host: str, port: int) -> AsyncIterator[Emulator]:
+async def running_emulator(
+    data_dir: Path, host: str, port: int, jobs: PageJobs | None = None
+) -> AsyncIterator[Emulator]:
     """The emulator with its world loaded from (and saved to) ``data_dir``, serving the page."""
     emu = Emulator(EmulatorConfig(host=host, port=port))
     world_file = WorldFile(emu, data_dir / WORLD_FILE)
@@ -142,7 +235,9 @@ async def running_emulator(data_dir: Path, host: str, port: int) -> AsyncIterato
     except (ValueError, KeyError, TypeError) as exc:
         raise SandboxError(f"cannot read {world_file.path} ({exc}); move it away") from exc
     world = find_world(emu) if loaded else build_world(emu)
-    serve_page(emu, PageConfig(viewers=[u.id for u in world.viewers], title=GUILD_NAME))
+    if jobs is not None:
+        jobs.emu = emu
+    serve_page(emu, page_config(world, jobs or PageJobs()))
     try:
         await emu.start()
     except OSError as exc:
@@ -171,6 +266,7 @@ async def run_bot(
         # Global commands: usable in the sandbox guild and in DMs (the emulator has no
         # propagation delay for global commands).
         dev_guild=None,
+        admin_role=OPERATOR_ROLE,
         api_base=emu.api_base,
         gateway_url=emu.gateway_url,
         guild_ready_timeout=0.1,
@@ -189,10 +285,12 @@ async def run_sandbox(
     """Run emulator, page, engine, worker and bot until ``stop`` is set (``hard``: stop running
     jobs at once instead of giving them the shutdown grace)."""
     settings = sandbox_settings(data_dir)
+    jobs = PageJobs()
     async with (
-        running_emulator(data_dir, host, port) as emu,
+        running_emulator(data_dir, host, port, jobs) as emu,
         open_engine(settings, pool_max=settings.db.pool_max) as engine,
     ):
+        jobs.engine = engine
         worker = Worker(
             engine.store,
             engine.registry,
@@ -210,6 +308,7 @@ async def run_sandbox(
         tasks = [
             asyncio.create_task(worker.run(stop, hard), name="sandbox-worker"),
             asyncio.create_task(run_bot(emu, engine, stop, health), name="sandbox-bot"),
+            asyncio.create_task(archive_threads(emu, stop), name="sandbox-archive"),
         ]
         print(
             f"Errand sandbox: open {emu.base_url}/ (data: {data_dir}; Ctrl-C to stop)",
@@ -228,6 +327,17 @@ async def run_sandbox(
                     log.error("sandbox.part_failed", error=repr(result))
             if health is not None:
                 await health.stop()
+
+
+async def archive_threads(emu: Emulator, stop: asyncio.Event) -> None:
+    """Archive threads as Discord does, after their auto-archive duration without activity
+    (the emulator archives when its clock moves; here it moves with the wall clock)."""
+    while True:
+        emu.advance(0)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), ARCHIVE_SWEEP_SECONDS)
+        if stop.is_set():
+            return
 
 
 @contextlib.contextmanager

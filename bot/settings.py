@@ -5,8 +5,6 @@ The token is a ``SecretStr``: a settings object can be printed or logged without
 
 from __future__ import annotations
 
-import os
-
 from pydantic import AliasChoices, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -104,7 +102,11 @@ class BotSettings(BaseSettings):
         """The kind /summon uses when the user names none."""
         if self.default_kind:
             return self.default_kind
-        configured = os.environ.get("ERRAND_AGENT_BASE_URL") or os.environ.get(
-            "ERRAND_AGENT_API_KEY"
-        )
-        return "agent" if configured else "demo"
+        return "agent" if agent_configured() else "demo"
+
+
+def agent_configured() -> bool:
+    """Whether the agent kind has a model: its settings, from the environment or ``.env``."""
+    from jobs import Settings
+
+    return bool(Settings().agent.configured)

@@ -18,6 +18,8 @@ class EmulatorConfig:
     heartbeat_interval_ms: int = 41250
     # A connection is closed if no heartbeat arrives within interval * grace.
     heartbeat_grace: float = 1.5
+    # The heartbeat ACK comes back after a network round trip (see Gateway._ack_heartbeat).
+    heartbeat_ack_delay_ms: int = 50
     # Initial interaction response deadline (3 s) and token lifetime (15 min), virtual time.
     interaction_ack_deadline: float = 3.0
     interaction_token_ttl: float = 900.0

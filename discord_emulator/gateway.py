@@ -345,6 +345,22 @@ class Gateway:
         conn.received.append(now)
         return len(conn.received) > self.emu.config.gateway_send_limit
 
+    def _ack_heartbeat(self, conn: Connection) -> None:
+        """Answer a heartbeat after a network round trip, as Discord's ACK arrives.
+
+        An ACK sent within microseconds over loopback reaches discord.py before its keep-alive
+        thread has recorded that the heartbeat went out (it records the time only after the
+        event loop finished the send, and the loop holds the GIL to read the ACK first); it
+        then measures the whole heartbeat interval as latency and warns "Can't keep up, ...
+        websocket is 41.3s behind".
+        """
+        ack = {"op": HEARTBEAT_ACK, "d": None}
+        delay = self.emu.config.heartbeat_ack_delay_ms / 1000.0
+        if delay <= 0:
+            self._send(conn, ack)
+        else:
+            asyncio.get_running_loop().call_later(delay, self._send, conn, ack)
+
     def _forget(self, session: GatewaySession) -> None:
         session.resumable = False
         self.sessions.pop(session.session_id, None)
@@ -361,7 +377,7 @@ class Gateway:
 
     async def _on_op(self, conn: Connection, op: int, data: Any) -> int | None:
         if op == HEARTBEAT:
-            self._send(conn, {"op": HEARTBEAT_ACK, "d": None})
+            self._ack_heartbeat(conn)
             return None
         if op == IDENTIFY:
             return self._identify(conn, data or {})

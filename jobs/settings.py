@@ -6,6 +6,7 @@ Secrets are ``SecretStr`` so that a settings object can be logged or printed wit
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 import platformdirs
 from pydantic import AliasChoices, Field, SecretStr, model_validator
@@ -101,11 +102,25 @@ class AgentSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="ERRAND_AGENT_", env_file=".env", extra="ignore")
 
     # OpenAI, or any compatible server: Ollama (http://localhost:11434/v1), vLLM, llama.cpp.
-    base_url: str = "https://api.openai.com/v1"
+    # Nothing set: no model is configured and the agent kind is not offered (a job of it fails
+    # at once saying what to set). A key alone means OpenAI.
+    base_url: str | None = None
     model: str = "gpt-4o-mini"
-    api_key: SecretStr = SecretStr("unset")
+    api_key: SecretStr | None = None
     timeout_seconds: float = Field(default=120.0, gt=0)
     max_retries: int = Field(default=2, ge=0)
+
+    OPENAI_URL: ClassVar[str] = "https://api.openai.com/v1"
+
+    @property
+    def configured(self) -> bool:
+        """Whether a model endpoint is configured (``ERRAND_AGENT_BASE_URL`` or a key)."""
+        return bool(self.base_url or self.api_key)
+
+    @property
+    def endpoint(self) -> str:
+        """The base URL to call: the configured one, else OpenAI's (a key alone)."""
+        return self.base_url or self.OPENAI_URL
 
 
 class HealthSettings(BaseSettings):

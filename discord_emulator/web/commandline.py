@@ -17,6 +17,7 @@ from typing import Any
 
 # https://discord.com/developers/docs/interactions/application-commands#application-command-object-application-command-option-type
 SUB_COMMAND, SUB_COMMAND_GROUP = 1, 2
+STRING = 3
 BOOLEAN, USER, CHANNEL, MENTIONABLE = 5, 6, 7, 9
 _TRUE = {"true", "yes", "1", "on"}
 _FALSE = {"false", "no", "0", "off"}
@@ -139,7 +140,8 @@ def parse(
 
     Raises:
         CommandLineError: unknown command, subcommand or option, a repeated option, a missing
-            required option or a value that is not a boolean where one is expected.
+            required option, a string outside its declared length (Discord's client refuses it
+            before sending) or a value that is not a boolean where one is expected.
     """
     path, node, rest = _split_path(text, commands)
     schema = {o["name"]: o for o in node.get("options") or []}
@@ -153,10 +155,59 @@ def parse(
         if name in options:
             raise CommandLineError(f"option {name}: given twice")
         options[name] = _convert(schema[name], _unquote(raw), lookup or {})
+        _check_length(schema[name], options[name])
     missing = [n for n, o in schema.items() if o.get("required") and n not in options]
     if missing:
         raise CommandLineError(f"/{path} needs {', '.join(m + ':' for m in missing)}")
     return Invocation(path, options)
+
+
+def leaf_options(commands: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Every invocable path with its options, as Discord's client lays out option fields."""
+    return {path: list(node.get("options") or []) for path, node in _leaves(commands)}
+
+
+def parse_fields(
+    path: str,
+    values: dict[str, str],
+    commands: list[dict[str, Any]],
+    *,
+    lookup: dict[str, int] | None = None,
+) -> Invocation:
+    """Options typed into separate fields (``{"task": "count", "kind": "demo"}``), checked as
+    :func:`parse` checks a typed line; empty fields are options not given.
+
+    Raises:
+        CommandLineError: as :func:`parse`.
+    """
+    schema = {o["name"]: o for o in leaf_options(commands).get(path, [])}
+    if path not in leaf_options(commands):
+        raise CommandLineError(f"unknown command /{path}")
+    options: dict[str, Any] = {}
+    for name, raw in values.items():
+        if name not in schema:
+            raise CommandLineError(f"/{path} has no option {name}")
+        if str(raw).strip():
+            options[name] = _convert(schema[name], str(raw).strip(), lookup or {})
+            _check_length(schema[name], options[name])
+    missing = [n for n, o in schema.items() if o.get("required") and n not in options]
+    if missing:
+        raise CommandLineError(f"/{path} needs {', '.join(m + ':' for m in missing)}")
+    return Invocation(path, options)
+
+
+def _check_length(opt: dict[str, Any], value: Any) -> None:
+    """A string option's ``min_length``/``max_length``, as Discord's client enforces them."""
+    if opt.get("type") != STRING or not isinstance(value, str):
+        return
+    most = opt.get("max_length")
+    least = opt.get("min_length")
+    if most is not None and len(value) > int(most):
+        raise CommandLineError(
+            f"option {opt['name']}: at most {most} characters (this is {len(value):,})"
+        )
+    if least is not None and len(value) < int(least):
+        raise CommandLineError(f"option {opt['name']}: at least {least} characters")
 
 
 def _convert(opt: dict[str, Any], raw: str, lookup: dict[str, int]) -> Any:
@@ -266,4 +317,14 @@ def suggest(text: str, commands: list[dict[str, Any]], limit: int = 10) -> list[
     return out[:limit]
 
 
-__all__ = ["CommandLineError", "Focus", "Invocation", "Suggestion", "focus", "parse", "suggest"]
+__all__ = [
+    "CommandLineError",
+    "Focus",
+    "Invocation",
+    "Suggestion",
+    "focus",
+    "leaf_options",
+    "parse",
+    "parse_fields",
+    "suggest",
+]

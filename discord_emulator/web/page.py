@@ -8,6 +8,7 @@ stream use the control API (``/_emulator/clicks``, ``/_emulator/events``).
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
@@ -17,20 +18,43 @@ from aiohttp import web
 from discord_emulator.control import CONTROL_KEY, Control
 from discord_emulator.state import DM, FLAG_LOADING, FORUM, TEXT, Channel, Message
 
-from .commandline import CommandLineError, Focus, Suggestion, focus, parse, suggest
+from .commandline import (
+    CommandLineError,
+    Focus,
+    Suggestion,
+    focus,
+    leaf_options,
+    parse,
+    parse_fields,
+    suggest,
+)
 
 STATIC_FILES = {
     "page.js": "text/javascript",
     "page.css": "text/css",
+    "favicon.svg": "image/svg+xml",
 }
+
+JobLookup = Callable[[str, int], Awaitable[dict[str, Any] | None]]
+"""``(job id, user id) -> {"state": ..., "events": [...]}``, or None when the user may not see
+it (the application's own data: the emulator knows nothing of jobs)."""
 
 
 @dataclass
 class PageConfig:
-    """Who can be acted as on the page (user ids; the first is the default) and its title."""
+    """What the page shows besides the emulated world.
+
+    Attributes:
+        viewers: user ids that can be acted as (the first is the default).
+        title: the page's and the guild header's title.
+        jobs: reads a job's state and timeline for the page (``None``: job ids are plain text).
+        job_id_pattern: a JavaScript regular expression matching a whole job id in inline code.
+    """
 
     viewers: list[int] = field(default_factory=list)
     title: str = "Errand sandbox"
+    jobs: JobLookup | None = None
+    job_id_pattern: str = ""
 
 
 PAGE_KEY: web.AppKey[PageConfig] = web.AppKey("discord_emulator.page", PageConfig)
@@ -111,6 +135,7 @@ async def world(request: web.Request) -> web.Response:
             "viewers": [{"id": str(u.id), "name": u.username} for u in viewers],
             "bot": {"id": str(emu.bot_user.id), "name": emu.bot_user.username},
             "channels": channels,
+            "job_id_pattern": config.job_id_pattern if config.jobs else "",
         }
     )
 
@@ -121,7 +146,25 @@ def message_view(emu: Control, msg: Message) -> dict[str, Any]:
     data["ephemeral"] = msg.ephemeral
     data["loading"] = bool(msg.flags & FLAG_LOADING)
     data["version_count"] = len(msg.versions)
+    data["command"] = _command_path(emu, msg)
     return data
+
+
+def _command_path(emu: Control, msg: Message) -> str | None:
+    """``job status`` for an answer to ``/job status``: the full path Discord's client shows
+    above a command's answer (the interaction's data, else the metadata's top-level name)."""
+    meta = msg.interaction_metadata or {}
+    if not meta.get("name"):
+        return None
+    inter = emu.state.interactions.get(int(meta.get("id") or 0))
+    if inter is None:
+        return str(meta["name"])
+    parts = [str(inter.data.get("name"))]
+    options = inter.data.get("options") or []
+    while options and options[0].get("type") in (1, 2):  # SUB_COMMAND, SUB_COMMAND_GROUP
+        parts.append(str(options[0]["name"]))
+        options = options[0].get("options") or []
+    return " ".join(parts)
 
 
 async def messages(request: web.Request) -> web.Response:
@@ -177,11 +220,25 @@ async def send(request: web.Request) -> web.Response:
         msg = emu.send_message(user_id, channel, text)
         return web.json_response({"message_id": str(msg.id)})
     try:
-        inv = parse(text, commands_for(emu, channel), lookup=_lookup(emu))
+        if isinstance(body.get("options"), dict):  # the option fields
+            fields = {str(k): str(v) for k, v in body["options"].items()}
+            inv = parse_fields(
+                text.removeprefix("/"), fields, commands_for(emu, channel), lookup=_lookup(emu)
+            )
+        else:
+            inv = parse(text, commands_for(emu, channel), lookup=_lookup(emu))
         handle = await emu.invoke_slash(user_id, channel, inv.path, inv.options)
     except (CommandLineError, LookupError, ValueError, PermissionError) as exc:
         return web.json_response({"error": str(exc).strip("'\"")}, status=400)
     return web.json_response({"interaction_id": str(handle.id)})
+
+
+async def command_options(request: web.Request) -> web.Response:
+    """The options of every command usable in a channel, for the composer's option fields."""
+    emu = _emu(request)
+    channel = emu.state.channels.get(int(request.query.get("channel_id", "0") or 0))
+    found = leaf_options(commands_for(emu, channel)) if channel is not None else {}
+    return web.json_response({"commands": found})
 
 
 AUTOCOMPLETE_WAIT = 2.0
@@ -230,6 +287,25 @@ async def _bot_choices(
     ]
 
 
+async def job(request: web.Request) -> web.Response:
+    """A job's state and every event of it (who, what, when, why), for the timeline."""
+    lookup = request.app[PAGE_KEY].jobs
+    if lookup is None:
+        raise web.HTTPNotFound(text="no jobs here")
+    found = await lookup(request.match_info["job_id"], _user_id(request))
+    if found is None:
+        raise web.HTTPNotFound(text="No such job.")
+    return web.json_response(found)
+
+
+async def favicon(request: web.Request) -> web.Response:
+    return web.Response(
+        text=_static("favicon.svg"),
+        content_type="image/svg+xml",
+        headers={"Cache-Control": "max-age=3600"},
+    )
+
+
 async def index(request: web.Request) -> web.Response:
     html = _static("index.html").replace("{{title}}", request.app[PAGE_KEY].title)
     return web.Response(text=html, content_type="text/html")
@@ -256,3 +332,6 @@ def add_page_routes(app: web.Application, config: PageConfig) -> None:
     r.add_get("/_emulator/page/channels/{channel_id}/messages", messages)
     r.add_post("/_emulator/page/send", send)
     r.add_get("/_emulator/page/complete", complete)
+    r.add_get("/_emulator/page/commands", command_options)
+    r.add_get("/_emulator/page/jobs/{job_id}", job)
+    r.add_get("/favicon.ico", favicon)

@@ -42,6 +42,11 @@ from jobs.runtime.registry import kind
 from jobs.secrets import scrub
 from jobs.settings import AgentSettings
 
+NOT_CONFIGURED = (
+    "no model is configured: set ERRAND_AGENT_BASE_URL (an OpenAI-compatible server, e.g. "
+    "http://localhost:11434/v1 for Ollama) or ERRAND_AGENT_API_KEY (OpenAI)"
+)
+
 TOOL_OUTPUT_LIMIT = 8000
 """Characters of a tool's output the model sees (the full log is an asset)."""
 
@@ -170,14 +175,17 @@ def _import_openai() -> Any:
 
 def _setup(params: AgentParams) -> _Setup:
     """Everything blocking the agent needs before its first call (run in a thread)."""
-    openai = _import_openai()
     settings = AgentSettings()
+    if not settings.configured:
+        raise JobFailed(NOT_CONFIGURED)
+    openai = _import_openai()
     tools = load_catalog().agent_tools()
     if params.tools is not None:
         tools = {n: tools[n] for n in params.tools}
     client = openai.AsyncOpenAI(
-        base_url=settings.base_url,
-        api_key=settings.api_key.get_secret_value(),
+        base_url=settings.endpoint,
+        # Local servers (Ollama, llama.cpp) take no key; the client wants a non-empty one.
+        api_key=settings.api_key.get_secret_value() if settings.api_key else "none",
         timeout=settings.timeout_seconds,
         max_retries=settings.max_retries,
     )

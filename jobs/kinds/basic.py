@@ -29,8 +29,20 @@ async def noop(ctx: Context, params: NoParams) -> dict[str, Any]:
     return {}
 
 
+# Progress is reported about this often (at most 100 times in all), so a long sleep does not
+# look frozen.
+SLEEP_PROGRESS_SECONDS = 1.0
+
+
 @kind("sleep", params=SleepParams, retry_safe=True, max_attempts=3)
 async def sleep(ctx: Context, params: SleepParams) -> dict[str, Any]:
     """Sleep for some seconds, stopping as soon as a cancel is requested."""
-    await ctx.sleep(params.seconds)
+    total = params.seconds
+    tick = max(SLEEP_PROGRESS_SECONDS, total / 100)
+    slept = 0.0
+    while slept < total:
+        step = min(tick, total - slept)
+        await ctx.sleep(step)
+        slept += step
+        await ctx.progress(round(slept, 3), total, f"{slept:.0f} of {total:g} s")
     return {"slept": params.seconds}

@@ -16,10 +16,12 @@ from urllib.parse import parse_qsl, urlsplit
 
 import asyncpg
 import typer
+from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 import jobs.limits as limits
 from jobs.engine.db import UNAVAILABLE, DatabaseUnavailable
 from jobs.engine.migrate import migrate as run_migrations
+from jobs.engine.model import JobStatus
 from jobs.engine.state import Actor, State
 from jobs.errors import ErrandError
 from jobs.logs import configure
@@ -33,8 +35,180 @@ from jobs.settings import Settings
 
 T = TypeVar("T")
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, help="Errand: durable jobs.")
-job_app = typer.Typer(no_args_is_help=True, help="Submit, inspect, cancel and resolve jobs.")
+# -- help as a person reads it ----------------------------------------------------------------
+
+# The order commands are listed in: running it, working with jobs, upkeep (the root app in
+# bot/cli.py puts the bot's commands first).
+COMMAND_ORDER = ("worker", "job", "outbox", "migrate", "prune")
+JOB_COMMAND_ORDER = ("submit", "status", "show", "list", "cancel", "resolve")
+# What to write instead of a Python type next to an option without its own metavar.
+TYPE_WORDS = {"str": "TEXT", "int": "INTEGER", "float": "NUMBER", "Path": "PATH"}
+
+
+def _type_word(param: TyperOption | TyperArgument, ctx: Any) -> str | None:
+    """``--json`` (a flag) takes nothing; ``--limit INTEGER``; ``--state queued|running...``.
+
+    typer prints Python types (``<bool>``, ``<list[str]>``) by default; users type values.
+    """
+    if param.metavar is not None:
+        # An argument's metavar is its name, already shown; an option's is what it takes.
+        return None if isinstance(param, TyperArgument) else param.metavar or None
+    if isinstance(param, TyperOption) and param.is_flag:
+        return None
+    label = param.display_type(ctx).strip("<>")
+    if label.startswith("list[") and label.endswith("]"):
+        label = label[5:-1]  # a repeatable option: the help says so
+    return TYPE_WORDS.get(label, label)
+
+
+TyperOption.display_type_rich = _type_word  # type: ignore[method-assign, assignment]
+TyperArgument.display_type_rich = _type_word  # type: ignore[method-assign, assignment]
+
+
+class OrderedGroup(TyperGroup):
+    """Lists its commands in a reading order (``order``), not the order they were defined in."""
+
+    order: tuple[str, ...] = ()
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        names = super().list_commands(ctx)
+        rank = {name: i for i, name in enumerate(self.order)}
+        return sorted(names, key=lambda n: rank.get(n, len(rank)))
+
+
+class MainGroup(OrderedGroup):
+    order = COMMAND_ORDER
+
+
+class JobGroup(OrderedGroup):
+    order = JOB_COMMAND_ORDER
+
+
+def kind_rows() -> list[tuple[str, str, list[tuple[str, str, str]], str]]:
+    """Every registered kind: name, description, parameters (name, "type, default", help) and
+    an example command line."""
+    from jobs.kinds import default_registry
+
+    registry = default_registry(Settings().extra_kinds)
+    rows = []
+    for name in registry.names():
+        spec = registry.get(name)
+        params = []
+        example = [f"errand job submit {name}"]
+        for field, info in spec.params.model_fields.items():
+            word = _field_type(info.annotation)
+            if info.is_required():
+                what = f"{word}, required"
+                example.append(f"-p {field}={_placeholder(word)}")
+            else:
+                default = info.get_default(call_default_factory=True)
+                what = f"{word}, default {json.dumps(default, default=str)}"
+            params.append((field, what, info.description or ""))
+        if len(example) == 1 and params:
+            field, info = next(iter(spec.params.model_fields.items()))
+            value = json.dumps(info.get_default(call_default_factory=True), default=str)
+            example.append(f"-p {field}={value}")
+        rows.append((name, spec.description, params, " ".join(example)))
+    return rows
+
+
+def kinds_help_text() -> str:
+    """The kinds as plain text (``job submit --help`` without rich)."""
+    lines = ["Kinds (each parameter is given as --param NAME=VALUE):"]
+    for name, description, params, _ in kind_rows():
+        lines.append(f"{name}: {description}")
+        lines += [f"  {p} ({what}): {text}" for p, what, text in params] or ["  no parameters"]
+    lines.append("Examples:")
+    lines += [f"  {example}" for *_, example in kind_rows()]
+    # typer joins single newlines into one paragraph; a blank line is a line break.
+    return "\n\n".join(lines)
+
+
+def _field_type(annotation: Any) -> str:
+    """A parameter's type in the words a person types it: integer, number, text, true|false,
+    a JSON list or object."""
+    import types
+    import typing
+
+    from pydantic import BaseModel
+
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType) and len(args) == 1:
+        return _field_type(args[0])
+    if origin is typing.Literal:
+        return "|".join(str(a) for a in typing.get_args(annotation))
+    words = {int: "integer", float: "number", str: "text", bool: "true|false"}
+    if annotation in words:
+        return words[annotation]
+    if annotation is list or origin is list:
+        return "JSON list"
+    if (
+        annotation is dict
+        or origin is dict
+        or (isinstance(annotation, type) and issubclass(annotation, BaseModel))
+    ):
+        return "JSON object"
+    return "JSON"
+
+
+def _placeholder(word: str) -> str:
+    return {"integer": "3", "number": "1.5", "true|false": "true", "text": '"..."'}.get(
+        word, "'{...}'"
+    )
+
+
+class SubmitCommand(TyperCommand):
+    """``job submit``: its help lists the registered kinds, read when the help is shown."""
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        try:
+            from rich.console import Console, Group
+            from rich.panel import Panel
+            from rich.table import Table
+            from rich.text import Text
+        except ImportError:  # typer without rich: plain text after the options
+            self.epilog = kinds_help_text()
+            super().format_help(ctx, formatter)
+            return
+        super().format_help(ctx, formatter)
+        rows = kind_rows()
+        table = Table(box=None, show_header=False, pad_edge=False, padding=(0, 1))
+        table.add_column(style="bold cyan", no_wrap=True)
+        table.add_column(style="dim", no_wrap=True)
+        table.add_column()
+        for name, description, params, _ in rows:
+            table.add_row(name, "", Text(description, style="bold"))
+            for field, what, text in params or [("", "", "no parameters")]:
+                table.add_row(f"  {field}", what, text)
+        hint = Text("Each parameter is given as --param NAME=VALUE (JSON values are parsed).")
+        console = Console()
+        console.print(
+            Panel(
+                Group(hint, table),
+                title="Kinds",
+                title_align="left",
+                border_style="dim",
+            )
+        )
+        examples = Text("\n".join(example for *_, example in rows))
+        examples.append("\nerrand job submit demo -p steps=3 -p step_seconds=0.5 --json")
+        console.print(Panel(examples, title="Examples", title_align="left", border_style="dim"))
+
+
+app = typer.Typer(
+    cls=MainGroup,
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode="rich",
+    help="Errand: durable jobs.",
+)
+job_app = typer.Typer(
+    cls=JobGroup,
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+    help="Submit, inspect, cancel and resolve jobs.",
+)
 app.add_typer(job_app, name="job")
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
@@ -201,12 +375,20 @@ def worker(
     asyncio.run(main())
 
 
-@job_app.command("submit")
+@job_app.command("submit", cls=SubmitCommand)
 def job_submit(
-    kind: str,
-    param: Annotated[list[str] | None, typer.Option("--param", "-p", help="key=value")] = None,
-    idempotency_key: Annotated[str | None, typer.Option(help="Repeat-safe key.")] = None,
-    requester: Annotated[str, typer.Option(help="Who asks.")] = "cli",
+    kind: Annotated[str, typer.Argument(metavar="KIND", help="A registered kind (below).")],
+    param: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--param", "-p", metavar="NAME=VALUE", help="A parameter of the kind; repeatable."
+        ),
+    ] = None,
+    idempotency_key: Annotated[
+        str | None,
+        typer.Option(metavar="KEY", help="Submitting again with the same key returns that job."),
+    ] = None,
+    requester: Annotated[str, typer.Option(metavar="WHO", help="Who asks.")] = "cli",
     as_json: JsonOpt = False,
 ) -> None:
     """Submit a job; prints its id at once."""
@@ -231,30 +413,64 @@ def job_status(job_id: str, as_json: JsonOpt = False) -> None:
     """Show a job's state, progress, attempts and events."""
     job_id = job_id_arg(job_id)
     status = with_engine(lambda e: e.store.status(job_id))
-    out = status.to_json()
+    emit(status.to_json(), as_json, status_text(status))
+
+
+# Parameters that hold what a job is asked to do, in order of preference (as /summon fills).
+TASK_PARAMS = ("prompt", "task", "text")
+
+
+def status_text(status: JobStatus) -> str:
+    """``job status`` for a person: what was asked, how far it got, how it ended, and why."""
     job = status.job
-    lines = [
-        f"{job.public_id} {job.kind} {job.state.value}" + (f" ({job.reason})" if job.reason else "")
-    ]
-    if job.progress_line:
-        lines.append(f"progress: {job.progress_line}")
-    lines.append(job.attempt_line)
-    if job.usage:
-        lines.append("usage: " + ", ".join(f"{k} {v}" for k, v in job.usage.items() if v))
-    for st in status.steps:
-        lines.append(
-            f"  step {st['number']} {st['name']}: {st['outcome'] or 'running'}"
+    task = job.origin.get("task") or next(
+        (job.params[k] for k in TASK_PARAMS if isinstance(job.params.get(k), str)), None
+    )
+    rows: list[tuple[str, str]] = []
+    if task:
+        rows.append(("task", " ".join(str(task).split())[:300]))
+    shown_params = {k: v for k, v in job.params.items() if k not in TASK_PARAMS}
+    if shown_params:
+        rows.append(("params", json.dumps(shown_params, default=str, sort_keys=True)[:300]))
+    if job.progress_line:  # "Step 3 of 5 · note", as Discord and the page show it
+        rows.append(("progress", job.progress_line))
+    if job.state is State.SUCCEEDED and job.result is not None:
+        rows.append(("result", json.dumps(job.result, default=str, sort_keys=True)[:500]))
+    if job.reason:
+        rows.append(("reason", job.reason))
+    if job.state is State.FAILED and job.error is not None:
+        error = job.error
+        if isinstance(error, dict) and {"type", "message"} <= set(error):
+            error = f"{error['type']}: {error['message']}"
+        text = error if isinstance(error, str) else json.dumps(error, default=str)
+        if not job.reason or job.reason not in text:
+            rows.append(("error", text[:500]))
+    rows.append(("", job.attempt_line))  # "attempt 1 · 0 failures (max 3)", as on Discord
+    if job.usage and any(job.usage.values()):
+        rows.append(("usage", ", ".join(f"{k} {v}" for k, v in job.usage.items() if v)))
+    rows.append(("requester", job.requester))
+    rows.append(("submitted", f"{job.created_at:%Y-%m-%d %H:%M:%S %Z}".strip()))
+    lines = [f"{job.public_id}  {job.kind}  {job.state.value}"]
+    lines += [f"{label}: {value}" if label else value for label, value in rows]
+    if status.steps:
+        lines.append("steps:")
+        lines += [
+            f"  {st['number']}. {st['name']}: {st['outcome'] or 'running'}"
             + (f" ({st['error']})" if st["error"] else "")
-        )
-    for asset in status.assets:
-        lines.append(f"  asset {asset['name']} ({asset['size']} bytes)")
+            for st in status.steps
+        ]
+    if status.assets:
+        lines.append("assets:")
+        lines += [f"  {a['name']} ({a['size']} bytes)" for a in status.assets]
+    lines.append("events:")
     for ev in status.events:
-        mark = " (ignored)" if ev.ignored else ""
+        mark = " (no effect)" if ev.ignored else ""
+        source = ev.from_state.value if ev.from_state else "—"
         lines.append(
-            f"  {ev.at:%H:%M:%S} {ev.from_state or '-'} -> {ev.to_state} "
-            f"by {ev.actor}{mark}" + (f": {ev.reason}" if ev.reason else "")
+            f"  {ev.at:%H:%M:%S}  {source} → {ev.to_state.value} by {ev.actor}{mark}"
+            + (f": {ev.reason}" if ev.reason else "")
         )
-    emit(out, as_json, "\n".join(lines))
+    return "\n".join(lines)
 
 
 @job_app.command("cancel")

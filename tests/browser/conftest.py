@@ -54,16 +54,20 @@ def errand_command() -> list[str]:
 class Sandbox:
     """``errand sandbox`` on a free port with its own data directory; restartable."""
 
-    def __init__(self, data_dir: Path, port: int, log_path: Path) -> None:
+    def __init__(
+        self, data_dir: Path, port: int, log_path: Path, env: dict[str, str] | None = None
+    ) -> None:
         self.data_dir = data_dir
         self.port = port
         self.log_path = log_path
+        self.env = env or {}
         self.url = f"http://127.0.0.1:{port}"
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout: float = 60.0) -> None:
         env = {k: v for k, v in os.environ.items() if k not in SCRUBBED_ENV}
         env["ERRAND_LOG_LEVEL"] = "info"
+        env.update(self.env)
         log = self.log_path.open("ab")
         self.process = subprocess.Popen(
             [

@@ -83,6 +83,9 @@ def test_summon_watch_cancel_and_reload(
     thread_id, progress = open_thread(page, answer, job_id)
     expect(progress).to_contain_text("succeeded", timeout=WAIT_MS)
     expect(progress.locator("button", has_text="Cancel")).to_have_count(0)
+    # The answer in the channel says so too, and the page's progress chip is gone.
+    expect(answer.locator(".content")).to_contain_text("succeeded", timeout=WAIT_MS)
+    expect(answer.locator(".job-state")).to_be_empty(timeout=WAIT_MS)
     page.screenshot(path=str(screenshots / "finished-job.png"), animations="disabled")
     states = states_of(sandbox, thread_id, job_id)
     assert states[-1] == "succeeded"
@@ -107,6 +110,8 @@ def test_summon_watch_cancel_and_reload(
     expect(page.locator("#thread-pane li.message.ephemeral")).to_have_count(0, timeout=WAIT_MS)
     cancel.click()
     expect(long_progress).to_contain_text("cancelled", timeout=WAIT_MS)
+    expect(long_answer.locator(".content")).to_contain_text("cancelled", timeout=WAIT_MS)
+    expect(long_answer.locator(".job-state")).to_be_empty(timeout=WAIT_MS)
     page.screenshot(path=str(screenshots / "cancelled-job.png"), animations="disabled")
     page.wait_for_timeout(1500)
     expect(long_progress).to_contain_text("cancelled")

@@ -3,13 +3,17 @@ restart, its settings rooted in the data directory, and the example catalog it f
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 
 import pytest
 
 from bot.sandbox import (
+    GUILD_NAME,
+    OPERATOR_ROLE,
     SandboxError,
+    archive_threads,
     build_world,
     example_catalog,
     exclusive,
@@ -20,14 +24,42 @@ from discord_emulator import DM, FORUM, TEXT, Emulator
 from discord_emulator.persist import dump_world, load_world
 
 
-def test_first_world_has_a_text_channel_a_forum_and_dms_for_two_users() -> None:
-    """alice and bob are members of the sandbox guild, with a DM each with the bot."""
+def test_first_world_has_a_text_channel_a_forum_and_dms_for_three_users() -> None:
+    """alice, bob and operator are members of the sandbox guild, with a DM each with the bot;
+    only operator has the role the bot treats as its operators'."""
     emu = Emulator()
     world = build_world(emu)
     types = sorted(c.type for c in emu.state.channels.values())
-    assert types == [TEXT, DM, DM, FORUM]
-    assert [u.username for u in world.viewers] == ["alice", "bob"]
-    assert all(u.id in emu.state.guilds[world.guild_id].members for u in world.viewers)
+    assert types == [TEXT, DM, DM, DM, FORUM]
+    assert [u.username for u in world.viewers] == ["alice", "bob", "operator"]
+    guild = emu.state.guilds[world.guild_id]
+    assert all(u.id in guild.members for u in world.viewers)
+    role_names = {
+        u.username: [guild.roles[r].name for r in guild.members[u.id].roles] for u in world.viewers
+    }
+    assert role_names == {"alice": [], "bob": [], "operator": [OPERATOR_ROLE]}
+
+
+def test_a_world_saved_before_the_operator_gets_one() -> None:
+    """A sandbox started on a world from an older version (alice and bob only) adds the
+    operator, with the operators' role, keeping everyone else's ids."""
+    first = Emulator()
+    first.create_application("Errand")
+    guild = first.create_guild(GUILD_NAME)
+    first.create_channel(guild, "general")
+    old = []
+    for name in ("alice", "bob"):
+        user = first.create_user(name)
+        first.add_member(guild, user)
+        old.append(user.id)
+    second = Emulator()
+    load_world(second, dump_world(first))
+    found = find_world(second)
+    assert [u.id for u in found.viewers[:2]] == old
+    operator = found.viewers[2]
+    assert operator.username == "operator"
+    member = second.state.guilds[guild.id].members[operator.id]
+    assert [second.state.guilds[guild.id].roles[r].name for r in member.roles] == [OPERATOR_ROLE]
 
 
 def test_a_saved_world_is_found_again_with_the_same_ids() -> None:
@@ -76,3 +108,20 @@ def test_one_data_directory_runs_one_sandbox(tmp_path: Path) -> None:
         pass
     with exclusive(tmp_path):
         pass
+
+
+async def test_threads_archive_after_their_auto_archive_duration() -> None:
+    """The sandbox archives a thread once it has been idle for its auto-archive duration (the
+    emulator archives only when its clock moves; the sandbox moves it with the wall clock)."""
+    emu = Emulator()
+    world = build_world(emu)
+    general = next(c for c in emu.state.channels.values() if c.name == "general")
+    idle = emu.actions.create_thread(general, world.viewers[0].id, "idle", auto_archive_duration=60)
+    busy = emu.actions.create_thread(general, world.viewers[0].id, "busy", auto_archive_duration=60)
+    idle.last_activity -= 61 * 60
+    stop = asyncio.Event()
+    stop.set()  # one sweep, then return
+    await archive_threads(emu, stop)
+    assert idle.thread is not None
+    assert busy.thread is not None
+    assert (idle.thread.archived, busy.thread.archived) == (True, False)

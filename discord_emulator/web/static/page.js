@@ -7,6 +7,12 @@ const page = {
   userId: localStorage.getItem("errand.viewer"),
   world: null,
   panes: {},
+  // Ephemeral messages live in the client, as on Discord: those from before this load are not
+  // shown again, and "Dismiss message" hides one for good.
+  loadedAt: Date.now(),
+  dismissed: new Set(),
+  jobs: new Map(), // job id -> {state, ...} for the state chips on channel answers
+  online: false,
 };
 
 async function api(path, options = {}) {
@@ -51,18 +57,82 @@ function channelMention(id) {
   return `<button type="button" class="thread-link inline" data-thread="${id}">#${escapeHtml(name)}</button>`;
 }
 
+// Icons drawn inline, so state icons need no emoji font (Debian's Chromium ships none).
+const svg = (label, body) =>
+  `<svg class="icon" viewBox="0 0 20 20" role="img" aria-label="${label}">${body}</svg>`;
+const glyph = (fill, text) => `<circle cx="10" cy="10" r="9" fill="${fill}"/><text x="10" y="14.5"
+  text-anchor="middle" font-size="13" font-weight="700" font-family="sans-serif" fill="#fff">${text}</text>`;
+const ICONS = {
+  "⏳": svg("queued", `<circle cx="10" cy="10" r="9" fill="#80848e"/><path d="M6.5 4.5h7M6.5 15.5h7M7
+    5.2c0 3.3 6 3 6 4.8s-6 1.5-6 4.8M13 5.2c0 3.3-6 3-6 4.8s6 1.5 6 4.8" fill="none" stroke="#fff"
+    stroke-width="1.5" stroke-linecap="round"/>`),
+  "▶": svg("running", '<rect x="1" y="1" width="18" height="18" rx="4" fill="#5865f2"/><path d="M7.5 5.5v9l7-4.5z" fill="#fff"/>'),
+  "🛑": svg("stopping", '<path d="M6.3 1h7.4L19 6.3v7.4L13.7 19H6.3L1 13.7V6.3z" fill="#da373c"/><rect x="5" y="8.7" width="10" height="2.6" rx="1" fill="#fff"/>'),
+  "✅": svg("succeeded", '<rect x="1" y="1" width="18" height="18" rx="4" fill="#248046"/><path d="M5.5 10.5l3 3 6-7" fill="none" stroke="#fff" stroke-width="2.4" stroke-linecap="round" stroke-linejoin="round"/>'),
+  "❌": svg("failed", '<path d="M4.5 4.5l11 11M15.5 4.5l-11 11" stroke="#f23f43" stroke-width="3.2" stroke-linecap="round"/>'),
+  "⛔": svg("cancelled", '<circle cx="10" cy="10" r="9" fill="#da373c"/><rect x="4.5" y="8.7" width="11" height="2.6" rx="1" fill="#fff"/>'),
+  "❓": svg("unknown", glyph("#e67e22", "?")),
+  "⚠": svg("warning", '<path d="M10 1.5L19 18H1z" fill="#f0b232"/><text x="10" y="16" text-anchor="middle" font-size="11" font-weight="700" font-family="sans-serif" fill="#1e1f22">!</text>'),
+  "🧵": svg("thread", '<path d="M3 4.5h14M3 10h14M3 15.5h9" stroke="currentColor" stroke-width="2" stroke-linecap="round"/>'),
+  "💬": svg("forum", '<path d="M3 3h14a1 1 0 0 1 1 1v9a1 1 0 0 1-1 1H8l-4 3.5V14H3a1 1 0 0 1-1-1V4a1 1 0 0 1 1-1z" fill="currentColor"/>'),
+  "👁": svg("seen by you only", '<path d="M1 10s3.5-6 9-6 9 6 9 6-3.5 6-9 6-9-6-9-6z" fill="none" stroke="currentColor" stroke-width="1.6"/><circle cx="10" cy="10" r="2.8" fill="currentColor"/>'),
+};
+const ICON_RE = /(⏳|▶|🛑|✅|❌|⛔|❓|⚠|🧵|💬|👁)\uFE0F?/gu;
+
+function icons(html) {
+  return html.replace(ICON_RE, (_, emoji) => ICONS[emoji]);
+}
+
+function jobIdPattern() {
+  const source = page.world && page.world.job_id_pattern;
+  return source ? new RegExp(`^(?:${source})$`) : null;
+}
+
+// Discord markdown, the parts bots use: code, backslash escapes, bold, italics, underline,
+// strikethrough, quotes, mentions and <t:..> timestamps. Code spans and escaped characters are
+// held aside first so nothing inside them is formatted (as in Discord's parser).
 function markdown(text) {
-  return escapeHtml(text || "")
-    .replace(/&lt;t:(\d+)(?::([tTdDfFR]))?&gt;/g, (_, s, style) => `<time class="ts" data-ts="${s}">${
-      style === "R" ? relative(Number(s))
-        : new Date(Number(s) * 1000).toLocaleString([], TIMESTAMP_STYLES[style || "f"])}</time>`)
-    .replace(/&lt;@!?(\d+)&gt;/g, (_, id) => mention(id))
-    .replace(/&lt;#(\d+)&gt;/g, (_, id) => channelMention(id))
+  const held = [];
+  const hold = (html) => `\uE000${held.push(html) - 1}\uE001`;
+  const isJob = jobIdPattern();
+  let s = String(text || "")
+    .replace(/`([^`]+)`/g, (_, code) => hold(isJob && isJob.test(code)
+      ? `<code class="job-id" data-job="${escapeHtml(code)}" role="button" tabindex="0"
+          title="Show this job's timeline">${escapeHtml(code)}</code>`
+      : `<code>${escapeHtml(code)}</code>`))
+    .replace(/\\([^\sA-Za-z0-9])/g, (_, c) => hold(escapeHtml(c)));
+  s = escapeHtml(s)
+    .replace(/&lt;t:(-?\d+)(?::([tTdDfFR]))?&gt;/g, (_, sec, style) => hold(timestamp(Number(sec), style)))
+    .replace(/&lt;@!?(\d+)&gt;/g, (_, id) => hold(mention(id)))
+    .replace(/&lt;#(\d+)&gt;/g, (_, id) => hold(channelMention(id)))
     .replace(/^&gt; (.*)$/gm, '<span class="quote">$1</span>')
-    .replace(/`([^`]+)`/g, "<code>$1</code>")
     .replace(/\*\*([^*]+)\*\*/g, "<b>$1</b>")
-    .replace(/(^|\W)\*([^*]+)\*(?=\W|$)/g, "$1<i>$2</i>")
-    .replace(/(^|\W)_([^_]+)_(?=\W|$)/g, "$1<i>$2</i>");
+    .replace(/__([^_]+)__/g, "<u>$1</u>")
+    .replace(/~~([^~]+)~~/g, "<s>$1</s>")
+    .replace(/(^|\W)\*([^*\s][^*]*)\*(?=\W|$)/g, "$1<i>$2</i>")
+    .replace(/(^|\W)_([^_\s][^_]*)_(?=\W|$)/g, "$1<i>$2</i>");
+  s = icons(s);
+  // Held parts may hold others (a timestamp inside nothing else, but keep it general).
+  for (let i = 0; i < 3 && s.includes("\uE000"); i++) {
+    s = s.replace(/\uE000(\d+)\uE001/g, (_, i) => held[Number(i)]);
+  }
+  return s;
+}
+
+function timestamp(seconds, style) {
+  const title = new Date(seconds * 1000).toLocaleString([], TIMESTAMP_STYLES.F);
+  const text = style === "R" ? relative(seconds)
+    : new Date(seconds * 1000).toLocaleString([], TIMESTAMP_STYLES[style || "f"]);
+  return `<time class="ts" data-ts="${seconds}" data-style="${style || "f"}" title="${escapeHtml(title)}">${
+    escapeHtml(text)}</time>`;
+}
+
+// Relative times stay live, as Discord's client keeps them.
+function tickTimes() {
+  for (const el of document.querySelectorAll('time.ts[data-style="R"]')) {
+    const text = relative(Number(el.dataset.ts));
+    if (el.textContent !== text) el.textContent = text;
+  }
 }
 
 function colorFor(id) {
@@ -103,31 +173,123 @@ function renderComponents(rows) {
     }).join("")}</div>`).join("");
 }
 
+function firstJobId(msg) {
+  const isJob = jobIdPattern();
+  if (!isJob) return null;
+  const found = [...String(msg.content || "").matchAll(/`([^`]+)`/g)].find((m) => isJob.test(m[1]));
+  return found ? found[1] : null;
+}
+
 function renderMessage(msg) {
   if (msg.type === 18) {
-    return `<div>🧵 <b>${escapeHtml(msg.author.username)}</b> started a thread:
-      <button type="button" class="thread-link" data-thread="${msg.thread ? msg.thread.id : ""}">
-      ${escapeHtml(msg.content)}</button></div>`;
+    return `<div class="system-line">${ICONS["🧵"]} <b>${escapeHtml(msg.author.username)}</b> started a thread:
+      <button type="button" class="thread-link" data-thread="${msg.thread ? msg.thread.id : ""}"><span
+      class="thread-name">${escapeHtml(msg.content)}</span></button></div>`;
   }
   const author = msg.author;
   const meta = msg.interaction_metadata;
-  const used = meta && meta.name
-    ? `<div class="used">↳ <b>${escapeHtml(meta.user.username)}</b> used <b>/${escapeHtml(meta.name)}</b></div>` : "";
+  const command = msg.command || (meta && meta.name);
+  const used = meta && command
+    ? `<div class="used">↳ <b>${escapeHtml(meta.user.username)}</b> used <b class="command">/${escapeHtml(command)}</b></div>` : "";
   const body = msg.loading
     ? `<div class="content">${escapeHtml(author.username)} is thinking…</div>`
     : `<div class="content">${markdown(msg.content)}</div>`;
   const edited = msg.edited_timestamp
     ? `<span class="edited" title="${msg.version_count} versions">(edited)</span>` : "";
+  const job = msg.thread ? firstJobId(msg) : null;
+  const chip = job ? `<span class="job-state" data-job-state="${escapeHtml(job)}"></span>` : "";
   const thread = msg.thread
-    ? `<button type="button" class="thread-link" data-thread="${msg.thread.id}">🧵 ${escapeHtml(msg.thread.name)} ›</button>` : "";
+    ? `<div class="thread-line"><button type="button" class="thread-link" data-thread="${msg.thread.id}">${
+      ICONS["🧵"]}<span class="thread-name">${escapeHtml(msg.thread.name)}</span> ›</button>${chip}</div>` : "";
   const note = msg.ephemeral
-    ? `<div class="ephemeral-note">👁 Only you can see this</div>` : "";
+    ? `<div class="ephemeral-note">${ICONS["👁"]} Only you can see this ·
+       <button type="button" class="dismiss" data-dismiss="${msg.id}">Dismiss message</button></div>` : "";
   return `${used}<div class="avatar" style="background:${colorFor(author.id)}">${
     escapeHtml(author.username.slice(0, 1).toUpperCase())}</div>
     <div class="head"><span class="author">${escapeHtml(author.global_name || author.username)}</span>
     ${author.bot ? '<span class="tag">APP</span>' : ""}<time>${timeOf(msg.timestamp)}</time>${edited}</div>
     ${body}${(msg.embeds || []).map(renderEmbed).join("")}${renderComponents(msg.components)}
     ${thread}${note}`;
+}
+
+// Whether the acting user sees a message now: an ephemeral one only in the session it arrived
+// in (Discord drops them on reload) and until dismissed.
+function shown(msg) {
+  if (!msg.ephemeral) return true;
+  return !page.dismissed.has(msg.id) && Date.parse(msg.timestamp) >= page.loadedAt;
+}
+
+// ----- job state chips and the timeline --------------------------------------------------------
+
+let chipTimer = null;
+
+function refreshJobStates() {
+  clearTimeout(chipTimer);
+  chipTimer = setTimeout(async () => {
+    const ids = new Set([...document.querySelectorAll("[data-job-state]")].map((el) => el.dataset.jobState));
+    await Promise.all([...ids].map(async (id) => {
+      try {
+        page.jobs.set(id, await api(`/_emulator/page/jobs/${encodeURIComponent(id)}?user_id=${page.userId}`));
+      } catch (err) {
+        page.jobs.delete(id);
+      }
+    }));
+    drawJobStates();
+  }, 250);
+}
+
+const STATE_ICONS = {
+  queued: "⏳", running: "▶", cancelling: "🛑", succeeded: "✅", failed: "❌", cancelled: "⛔", unknown: "❓",
+};
+
+// The bot's answer names the job's state; while the job runs, the chip beside its thread link
+// adds how far it got ("4 of 60"), live.
+function drawJobStates() {
+  for (const el of document.querySelectorAll("[data-job-state]")) {
+    const job = page.jobs.get(el.dataset.jobState);
+    const live = job && !job.finished;
+    const progress = live && job.progress && job.progress.total
+      ? `${job.progress.done} of ${job.progress.total}` : "";
+    const html = live ? `${ICONS[STATE_ICONS[job.state]] || ""}<span>${
+      escapeHtml(progress || job.state)}</span>` : "";
+    if (el.innerHTML !== html) { el.innerHTML = html; el.dataset.state = job ? job.state : ""; }
+  }
+}
+
+function who(event) {
+  const id = String(event.by || "").replace(/^discord:/, "");
+  const known = page.world ? [...page.world.viewers, page.world.bot] : [];
+  const user = known.find((u) => u.id === id);
+  return user ? user.name : (event.by && !/^\d+$/.test(id) ? event.by : event.actor);
+}
+
+async function openTimeline(jobId) {
+  const dialog = $("#timeline");
+  const body = $(".timeline-body", dialog);
+  $("#timeline-title").textContent = `Job ${jobId}`;
+  body.innerHTML = `<p class="muted">Loading…</p>`;
+  if (!dialog.open) dialog.showModal();
+  try {
+    const job = await api(`/_emulator/page/jobs/${encodeURIComponent(jobId)}?user_id=${page.userId}`);
+    $("#timeline-title").innerHTML = `${ICONS[STATE_ICONS[job.state]] || ""} Job <code>${
+      escapeHtml(job.id)}</code> · ${escapeHtml(job.kind)} · <b>${escapeHtml(job.state)}</b>`;
+    const rows = job.events.map((e) => {
+      const at = Date.parse(e.at) / 1000;
+      const what = `${e.from ? `${ICONS[STATE_ICONS[e.from]] || ""}${escapeHtml(e.from)} → ` : ""}${
+        ICONS[STATE_ICONS[e.to]] || ""}<b>${escapeHtml(e.to)}</b>`;
+      return `<tr class="event${e.ignored ? " ignored" : ""}">
+        <td class="when">${timestamp(Math.floor(at), "T")}<br><span class="muted">${
+          new Date(e.at).toLocaleDateString()}</span></td>
+        <td class="who">${escapeHtml(who(e))}<br><span class="muted">${escapeHtml(e.actor)}</span></td>
+        <td class="what">${what}${e.ignored ? ' <span class="muted">(no effect)</span>' : ""}</td>
+        <td class="why">${e.reason ? escapeHtml(e.reason) : '<span class="muted">—</span>'}</td></tr>`;
+    }).join("");
+    body.innerHTML = `${job.task ? `<p class="task">${escapeHtml(job.task)}</p>` : ""}
+      <table><thead><tr><th>When</th><th>Who</th><th>What</th><th>Why</th></tr></thead>
+      <tbody>${rows}</tbody></table>`;
+  } catch (err) {
+    body.innerHTML = `<p class="muted">${escapeHtml(err.message)}</p>`;
+  }
 }
 
 // ----- panes ---------------------------------------------------------------------------------
@@ -140,8 +302,30 @@ class Pane {
     this.channelId = null;
     this.revisions = new Map();
     this.refreshing = null;
+    // Follow the newest message until the user scrolls up (and again once back at the bottom).
+    this.stuck = true;
     this.composer = new Composer(this, $(".composer", root));
     this.list.addEventListener("click", (event) => this.onClick(event));
+    this.list.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && event.target.closest("[data-job]")) this.onClick(event);
+    });
+    this.list.addEventListener("scroll", () => {
+      // Scroll events arrive a frame late: one from our own follow() may see a taller list
+      // (the thread pane opened meanwhile) and must not count as the user scrolling up.
+      if (this.list.scrollTop === this.ownScroll) return;
+      this.stuck = this.list.scrollHeight - this.list.scrollTop - this.list.clientHeight < 40;
+    });
+    // A pane that changes size (the thread pane opening beside it, a narrower window) re-wraps
+    // its messages; keep the newest in view.
+    new ResizeObserver(() => this.follow()).observe(this.list);
+    // ...and so does anything drawn into it later (a job's state chip, a dismissed answer).
+    new MutationObserver(() => this.follow()).observe(this.list, { childList: true, subtree: true });
+  }
+
+  follow() {
+    if (!this.stuck) return;
+    this.list.scrollTop = this.list.scrollHeight;
+    this.ownScroll = this.list.scrollTop;
   }
 
   async show(channelId) {
@@ -149,8 +333,11 @@ class Pane {
       this.channelId = channelId;
       this.list.innerHTML = "";
       this.revisions.clear();
+      this.stuck = true;
     }
     this.root.hidden = !channelId;
+    if (this.name === "thread") $("#app").classList.toggle("thread-open", Boolean(channelId));
+    saveLocation();
     if (channelId) await this.refresh();
     renderSidebar();
   }
@@ -167,8 +354,10 @@ class Pane {
           this.render(data);
         } while (this.again);
       } catch (err) {
-        this.list.innerHTML = `<li class="empty">${escapeHtml(err.message)}</li>`;
-        this.revisions.clear();
+        if (page.online) {
+          this.list.innerHTML = `<li class="empty">${escapeHtml(err.message)}</li>`;
+          this.revisions.clear();
+        }
       } finally {
         this.refreshing = null;
       }
@@ -178,15 +367,19 @@ class Pane {
 
   render(data) {
     const ch = data.channel;
-    const prefix = ch.kind === "dm" ? "@" : ch.kind === "thread" ? "🧵 " : ch.kind === "forum" ? "💬 " : "# ";
-    $(".pane-title", this.root).textContent = prefix + ch.name;
-    $(".composer", this.root).hidden = ch.kind === "forum";
-    const stick = this.list.scrollHeight - this.list.scrollTop - this.list.clientHeight < 40;
+    const prefix = ch.kind === "dm" ? "@" : ch.kind === "thread" ? ICONS["🧵"] + " " : ch.kind === "forum" ? ICONS["💬"] + " " : "# ";
+    $(".pane-title", this.root).innerHTML = prefix + escapeHtml(ch.name) +
+      (ch.archived ? ' <span class="muted">(archived)</span>' : "");
+    // A forum takes no plain messages, but a command run in it (/summon) starts a post.
+    this.composer.input.placeholder = ch.kind === "forum"
+      ? "/summon here starts a post in this forum" : this.name === "thread"
+        ? "Message the thread, or / for commands" : "Message, or / for commands";
+    const messages = data.messages.filter(shown);
     const seen = new Set();
     let previous = null;
-    for (const msg of data.messages) {
+    for (const msg of messages) {
       seen.add(msg.id);
-      const revision = `${msg.version_count}:${msg.flags}:${msg.loading}:${msg.thread ? msg.thread.name : ""}`;
+      const revision = `${msg.version_count}:${msg.flags}:${msg.loading}:${msg.thread ? msg.thread.name : ""}:${msg.command}`;
       let el = this.list.querySelector(`[data-id="${msg.id}"]`);
       if (!el) {
         el = document.createElement("li");
@@ -208,14 +401,44 @@ class Pane {
     for (const el of [...this.list.children]) {
       if (!el.dataset.id || !seen.has(el.dataset.id)) { el.remove(); this.revisions.delete(el.dataset.id); }
     }
-    if (!data.messages.length) {
-      this.list.innerHTML = `<li class="empty">${ch.kind === "forum"
-        ? "Posts in this forum are listed under it in the sidebar." : "No messages yet. Try /summon."}</li>`;
+    // (Forum post cards are drawn again below, after the messages.)
+    if (ch.kind === "forum") {
+      this.renderForum(ch);
+    } else if (!messages.length) {
+      this.list.innerHTML = `<li class="empty">No messages yet. Try /summon.</li>`;
     }
-    if (stick) this.list.scrollTop = this.list.scrollHeight;
+    drawJobStates();
+    refreshJobStates();
+    this.follow();
+  }
+
+  // A forum's posts are its threads: list them as cards, as Discord does, instead of a dead end.
+  renderForum(ch) {
+    for (const el of this.list.querySelectorAll(".forum-post, .empty")) el.remove();
+    const forum = page.world && page.world.channels.find((c) => c.id === ch.id);
+    const posts = forum ? forum.threads : [];
+    const html = posts.length
+      ? `<li class="section-title forum-post">Posts</li>` + posts.map((t) => `<li class="forum-post">
+        <button type="button" class="thread-link" data-thread="${t.id}">${ICONS["🧵"]}<span class="thread-name">${
+          escapeHtml(t.name)}</span> ›</button>${t.archived ? ' <span class="muted">archived</span>' : ""}</li>`).join("")
+      : `<li class="empty">No posts yet: a /summon here starts one (each job gets its own post).</li>`;
+    this.list.insertAdjacentHTML("beforeend", html);
   }
 
   async onClick(event) {
+    const dismiss = event.target.closest("[data-dismiss]");
+    if (dismiss) {
+      page.dismissed.add(dismiss.dataset.dismiss);
+      const li = dismiss.closest("li");
+      this.revisions.delete(li.dataset.id);
+      li.remove();
+      return;
+    }
+    const jobId = event.target.closest("[data-job]");
+    if (jobId) {
+      await openTimeline(jobId.dataset.job);
+      return;
+    }
     const threadButton = event.target.closest("[data-thread]");
     if (threadButton && threadButton.dataset.thread) {
       const id = threadButton.dataset.thread;
@@ -240,8 +463,26 @@ class Pane {
   }
 }
 
+// The open channel and thread live in the URL, so a reload (or a shared link) reopens them.
+function saveLocation() {
+  const main = page.panes.main && page.panes.main.channelId;
+  const thread = page.panes.thread && page.panes.thread.channelId;
+  if (!main) return;
+  const hash = `#/channels/${main}${thread ? `/threads/${thread}` : ""}`;
+  if (location.hash !== hash) history.replaceState(null, "", hash);
+}
+
+function readLocation() {
+  const m = /^#\/channels\/(\d+)(?:\/threads\/(\d+))?$/.exec(location.hash);
+  return m ? { main: m[1], thread: m[2] || null } : { main: null, thread: null };
+}
+
 // ----- composer with command completion ------------------------------------------------------
 
+// Choosing a command from the suggestions opens Discord-like option fields: one field per
+// option (required ones first), each with its own suggestions (declared choices, or the bot's
+// autocomplete for that option, given the other fields' values). Typing `name:value` on the
+// line works too; changing the line closes the fields.
 class Composer {
   constructor(pane, form) {
     this.pane = pane;
@@ -249,42 +490,154 @@ class Composer {
     this.input = $(".composer-input", form);
     this.list = $(".suggestions", form);
     this.errorBox = $(".composer-error", form);
+    this.fields = document.createElement("div");
+    this.fields.className = "option-fields";
+    this.fields.hidden = true;
+    form.insertBefore(this.fields, this.input);
+    this.command = null; // {path, options, line} while the option fields are open
+    this.field = null; // the option field whose suggestions are shown
     this.items = [];
     this.selected = -1;
-    this.input.addEventListener("input", () => this.complete());
+    this.input.addEventListener("input", () => {
+      if (this.command && this.input.value !== this.command.line) this.closeFields();
+      this.complete();
+    });
     this.input.addEventListener("keydown", (event) => this.onKey(event));
+    this.fields.addEventListener("input", (event) => this.completeField(event.target));
+    this.fields.addEventListener("focusin", (event) => this.completeField(event.target));
+    this.fields.addEventListener("keydown", (event) => this.onKey(event));
     this.form.addEventListener("submit", (event) => { event.preventDefault(); this.send(); });
     this.list.addEventListener("mousedown", (event) => {
       const li = event.target.closest("li");
       if (li) { event.preventDefault(); this.apply(Number(li.dataset.index)); }
     });
-    this.input.addEventListener("blur", () => setTimeout(() => this.hide(), 150));
+    this.form.addEventListener("focusout", () => setTimeout(() => {
+      if (!this.form.contains(document.activeElement)) this.hide();
+    }, 150));
   }
 
   error(text) { this.errorBox.textContent = text || ""; }
 
   hide() { this.list.hidden = true; this.items = []; this.selected = -1; }
 
+  show(items) {
+    this.items = items;
+    this.selected = -1;
+    this.list.innerHTML = items.map((s, i) => `<li role="option" data-index="${i}">
+      <span class="label">${escapeHtml(s.label)}</span><span class="description">${escapeHtml(s.description || "")}</span></li>`).join("");
+    this.list.hidden = !items.length;
+  }
+
   async complete() {
     this.error("");
     const text = this.input.value;
-    if (!text.startsWith("/") || !this.pane.channelId) { this.hide(); return; }
+    // Suggestions answer one state of the line: drop them at once when it changes (the cursor
+    // moved on to another option), and ignore answers to older states.
+    const seq = (this.seq = (this.seq || 0) + 1);
+    this.field = null;
+    this.hide();
+    if (!text.startsWith("/") || !this.pane.channelId || this.command) return;
     const query = new URLSearchParams({ channel_id: this.pane.channelId, user_id: page.userId, text });
-    const { suggestions } = await api(`/_emulator/page/complete?${query}`);
-    if (this.input.value !== text) return;
-    this.items = suggestions;
-    this.selected = -1;
-    this.list.innerHTML = suggestions.map((s, i) => `<li role="option" data-index="${i}">
-      <span class="label">${escapeHtml(s.label)}</span><span class="description">${escapeHtml(s.description)}</span></li>`).join("");
-    this.list.hidden = !suggestions.length;
+    let suggestions;
+    try {
+      ({ suggestions } = await api(`/_emulator/page/complete?${query}`));
+    } catch (err) {
+      return;
+    }
+    if (seq !== this.seq || this.input.value !== text) return;
+    this.show(suggestions);
   }
 
-  apply(index) {
+  async commandOptions(path) {
+    const query = new URLSearchParams({ channel_id: this.pane.channelId });
+    const { commands } = await api(`/_emulator/page/commands?${query}`);
+    return commands[path] || null;
+  }
+
+  async apply(index) {
     const item = this.items[index];
     if (!item) return;
+    if (this.field && item.value !== undefined) {
+      const field = this.field;
+      field.value = item.value;
+      field.focus();
+      if (item.value.endsWith("=")) this.completeField(field); // a parameter to continue
+      else this.hide();
+      return;
+    }
     this.input.value = item.text;
     this.input.focus();
-    this.complete();
+    const path = /^\/([a-z0-9_-]+(?: [a-z0-9_-]+)*) $/.exec(item.text);
+    const options = path ? await this.commandOptions(path[1]).catch(() => null) : null;
+    if (options && options.length && this.input.value === item.text) {
+      this.openFields(path[1], options, item.text);
+    } else {
+      this.complete();
+    }
+  }
+
+  openFields(path, options, line) {
+    const ordered = [...options].sort((a, b) => Boolean(b.required) - Boolean(a.required));
+    this.command = { path, options: ordered, line };
+    this.hide();
+    this.fields.innerHTML = ordered.map((o) => `<label class="option-field${o.required ? " required" : ""}">
+      <span class="option-name">${escapeHtml(o.name)}</span>
+      <input class="option-input" data-option="${escapeHtml(o.name)}" spellcheck="false"
+        placeholder="${escapeHtml(o.description || "")}${o.required ? "" : " (optional)"}"></label>`).join("");
+    this.fields.hidden = false;
+    $("input", this.fields).focus();
+  }
+
+  closeFields() {
+    this.command = null;
+    this.field = null;
+    this.fields.hidden = true;
+    this.fields.innerHTML = "";
+    this.hide();
+  }
+
+  fieldValues() {
+    const values = {};
+    for (const input of this.fields.querySelectorAll("input[data-option]")) {
+      values[input.dataset.option] = input.value;
+    }
+    return values;
+  }
+
+  // One field's suggestions: its declared choices, or the bot's autocomplete for it.
+  async completeField(input) {
+    if (!this.command || !input || !input.dataset || !input.dataset.option) return;
+    this.error("");
+    const seq = (this.seq = (this.seq || 0) + 1);
+    this.field = input;
+    this.hide();
+    const option = this.command.options.find((o) => o.name === input.dataset.option);
+    const typed = input.value;
+    if (option.choices && option.choices.length) {
+      this.show(option.choices
+        .filter((c) => String(c.name).toLowerCase().includes(typed.toLowerCase()))
+        .map((c) => ({ label: String(c.name), value: String(c.value), description: option.name })));
+      return;
+    }
+    if (!option.autocomplete) return;
+    // The line the bot's autocomplete reads: the other fields, then this one (focused) last.
+    const others = Object.entries(this.fieldValues())
+      .filter(([name, value]) => name !== option.name && value.trim())
+      .map(([name, value]) => ` ${name}:${value.trim()}`).join("");
+    const base = `/${this.command.path}${others} ${option.name}:`;
+    const query = new URLSearchParams({
+      channel_id: this.pane.channelId, user_id: page.userId, text: base + typed,
+    });
+    let suggestions;
+    try {
+      ({ suggestions } = await api(`/_emulator/page/complete?${query}`));
+    } catch (err) {
+      return;
+    }
+    if (seq !== this.seq || input.value !== typed || this.field !== input) return;
+    this.show(suggestions.filter((s) => s.text.startsWith(base)).map((s) => ({
+      label: s.label, description: s.description, value: s.text.slice(base.length).replace(/ $/, ""),
+    })));
   }
 
   highlight(index) {
@@ -298,24 +651,28 @@ class Composer {
       event.preventDefault(); this.highlight((this.selected + 1) % this.items.length);
     } else if (event.key === "ArrowUp" && open) {
       event.preventDefault(); this.highlight((this.selected - 1 + this.items.length) % this.items.length);
-    } else if (event.key === "Tab" && open) {
+    } else if (event.key === "Tab" && open && !event.shiftKey) {
       event.preventDefault(); this.apply(this.selected >= 0 ? this.selected : 0);
     } else if (event.key === "Enter" && open && this.selected >= 0) {
       event.preventDefault(); this.apply(this.selected);
+    } else if (event.key === "Enter" && event.target !== this.input) {
+      event.preventDefault(); this.send();
     } else if (event.key === "Escape") {
-      this.hide();
+      if (open) this.hide(); else if (this.command) { this.closeFields(); this.input.focus(); }
     }
   }
 
   async send() {
     const text = this.input.value.trim();
     if (!text || !this.pane.channelId) return;
+    if (!page.online) { this.error("Not connected to the sandbox: nothing was sent."); return; }
+    this.seq = (this.seq || 0) + 1;
     this.hide();
+    const body = { user_id: page.userId, channel_id: this.pane.channelId, text };
+    if (this.command) Object.assign(body, { text: `/${this.command.path}`, options: this.fieldValues() });
     try {
-      await api("/_emulator/page/send", {
-        method: "POST",
-        body: JSON.stringify({ user_id: page.userId, channel_id: this.pane.channelId, text }),
-      });
+      await api("/_emulator/page/send", { method: "POST", body: JSON.stringify(body) });
+      this.closeFields();
       this.input.value = "";
       this.error("");
     } catch (err) {
@@ -327,7 +684,7 @@ class Composer {
 // ----- sidebar and acting user ---------------------------------------------------------------
 
 function channelLink(ch) {
-  const icon = { text: "#", forum: "💬", dm: "@", thread: "🧵" }[ch.kind];
+  const icon = { text: "#", forum: ICONS["💬"], dm: "@", thread: ICONS["🧵"] }[ch.kind];
   const active = Object.values(page.panes).some((p) => p.channelId === ch.id) ? " active" : "";
   return `<a class="${active.trim()}" data-channel="${ch.id}" data-kind="${ch.kind}">${icon} ${escapeHtml(ch.name)}</a>`;
 }
@@ -387,6 +744,7 @@ function onEvent(event) {
       // A thread's name shows on its starter message; other panes may show the parent.
       for (const pane of Object.values(page.panes)) if (pane.channelId !== channelId) pane.refresh();
     }
+    refreshJobStates();
   } else if (CHANNEL_EVENTS.has(event.kind) || event.kind === "restart") {
     clearTimeout(worldTimer);
     worldTimer = setTimeout(async () => {
@@ -396,17 +754,27 @@ function onEvent(event) {
   }
 }
 
+function setOnline(online) {
+  page.online = online;
+  $("#live").classList.toggle("on", online);
+  $("#live").title = online ? "Live updates" : "Disconnected: reconnecting";
+  $("#offline").hidden = online;
+  document.body.classList.toggle("offline", !online);
+  for (const input of document.querySelectorAll(".composer-input")) input.disabled = !online;
+}
+
 function connect() {
   const ws = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/_emulator/events`);
   ws.onopen = async () => {
-    $("#live").classList.add("on");
+    setOnline(true);
     // Catch up on whatever happened while disconnected (e.g. the sandbox restarted).
     await loadWorld();
     for (const pane of Object.values(page.panes)) await pane.refresh();
+    page.markOpen();
   };
   ws.onmessage = (message) => onEvent(JSON.parse(message.data));
   ws.onclose = () => {
-    $("#live").classList.remove("on");
+    setOnline(false);
     setTimeout(connect, 1000);
   };
 }
@@ -417,17 +785,33 @@ async function start() {
   page.panes.main = new Pane($("#main-pane"));
   page.panes.thread = new Pane($("#thread-pane"));
   $("#thread-pane .close").addEventListener("click", () => page.panes.thread.show(null));
+  $("#main-pane .menu").addEventListener("click", () => document.body.classList.toggle("nav-open"));
   $("#viewer").addEventListener("change", (event) => actAs(event.target.value));
   $("#channels").addEventListener("click", async (event) => {
     const link = event.target.closest("[data-channel]");
     if (!link) return;
+    document.body.classList.remove("nav-open");
     const pane = link.dataset.kind === "thread" ? page.panes.thread : page.panes.main;
     await pane.show(link.dataset.channel);
   });
+  const timeline = $("#timeline");
+  $(".close", timeline).addEventListener("click", () => timeline.close());
+  timeline.addEventListener("click", (event) => { if (event.target === timeline) timeline.close(); });
+  timeline.addEventListener("click", (event) => {
+    const thread = event.target.closest("[data-thread]");
+    if (thread) { timeline.close(); page.panes.thread.show(thread.dataset.thread); }
+  });
   await loadWorld();
-  const first = page.world.channels.find((c) => c.kind === "text") || page.world.channels[0];
+  const all = page.world.channels.flatMap((c) => [c, ...c.threads]);
+  const saved = readLocation();
+  const first = page.world.channels.find((c) => c.id === saved.main) ||
+    page.world.channels.find((c) => c.kind === "text") || page.world.channels[0];
   if (first) await page.panes.main.show(first.id);
+  if (saved.thread && all.some((c) => c.id === saved.thread)) await page.panes.thread.show(saved.thread);
+  setInterval(tickTimes, 1000);
+  const opened = new Promise((resolve) => { page.markOpen = resolve; });
   connect();
+  await opened;
   document.body.dataset.ready = "true";
 }
 

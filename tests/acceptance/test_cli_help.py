@@ -1,0 +1,115 @@
+"""The CLI as a person meets it: ``job submit --help`` lists every registered kind with its
+parameters and examples, flags show what to type (never a Python type), and ``job status``
+reads at a glance: the task, progress as "3 of 5", and the result or the reason."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import sys
+import time
+
+import asyncpg
+
+from tests.acceptance.conftest import Errand
+from tests.acceptance.test_cli import Worker
+from tests.cli_support import ROOT, run_cli
+
+PYTHON_TYPES = re.compile(r"<(bool|str|int|float|list\[[^\]]*\]|Path)>")
+
+
+async def registered_kinds(env: dict[str, str]) -> dict[str, list[str]]:
+    """Every kind and its parameters, as a process with ``env`` registers them."""
+    code = (
+        "import json, os; from jobs.kinds import default_registry; "
+        "r = default_registry(os.environ.get('ERRAND_EXTRA_KINDS', '')); "
+        "print(json.dumps({n: list(r.get(n).params.model_fields) for n in r.names()}))"
+    )
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", code, env=env, cwd=ROOT, stdout=asyncio.subprocess.PIPE
+    )
+    out, _ = await proc.communicate()
+    assert proc.returncode == 0
+    found: dict[str, list[str]] = json.loads(out)
+    return found
+
+
+async def _finished(pool: asyncpg.Pool, public_id: str, within: float = 20.0) -> str:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        state = await pool.fetchval("SELECT state::text FROM job WHERE public_id = $1", public_id)
+        if state in ("succeeded", "failed", "cancelled", "unknown"):
+            return str(state)
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{public_id} did not finish in {within}s")
+
+
+async def test_submit_help_lists_every_registered_kind_with_its_parameters(
+    env: dict[str, str],
+) -> None:
+    # The test kinds too: the list comes from the registry the CLI loads, extra kinds included.
+    env = env | {"COLUMNS": "160", "ERRAND_EXTRA_KINDS": "tests.kinds_for_tests"}
+    ran = await run_cli(env, "job", "submit", "--help")
+    assert ran.code == 0, ran.err
+    text = ran.out
+    kinds = await registered_kinds(env)
+    assert {"demo", "sleep", "agent", "command", "noop", "effect_probe"} <= set(kinds)
+    for name, fields in kinds.items():
+        assert re.search(rf"^│ {re.escape(name)}\s", text, re.M), (name, text)
+        for field in fields:
+            assert re.search(rf"^│\s+{re.escape(field)}\s", text, re.M), (name, field, text)
+        assert f"errand job submit {name}" in text
+    assert "--param" in text
+    assert "NAME=VALUE" in text
+    assert not PYTHON_TYPES.search(text), PYTHON_TYPES.search(text)
+
+
+async def test_no_help_shows_python_types_and_commands_come_in_reading_order(
+    env: dict[str, str],
+) -> None:
+    top = await run_cli(env | {"COLUMNS": "160"}, "--help")
+    assert top.code == 0, top.err
+    commands = re.findall(r"^│ (\w+)\s{2,}", top.out.split("Commands")[1], re.M)
+    assert commands[:4] == ["sandbox", "run", "bot", "worker"], commands
+    assert commands.index("job") < commands.index("migrate") < commands.index("prune")
+    for args in (["job", "list"], ["job", "status"], ["job", "cancel"], ["worker"], ["prune"]):
+        ran = await run_cli(env | {"COLUMNS": "160"}, *args, "--help")
+        assert ran.code == 0, ran.err
+        assert not PYTHON_TYPES.search(ran.out), (args, ran.out)
+        assert re.search(r"--json\s{2,}Print", ran.out) or "--json" not in ran.out
+
+
+async def test_status_shows_the_task_progress_and_the_result_or_the_reason(
+    env: dict[str, str], errand: Errand, worker: Worker, pool: asyncpg.Pool
+) -> None:
+    failing = await errand(
+        "job", "submit", "demo", "-p", "steps=5", "-p", "step_seconds=0",
+        "-p", "fail_at_step=4", "--json",
+    )  # fmt: skip
+    done = await errand("job", "submit", "demo", "-p", "steps=2", "-p", "step_seconds=0", "--json")
+    await worker()
+    assert await _finished(pool, failing["id"]) == "failed"
+    assert await _finished(pool, done["id"]) == "succeeded"
+
+    ran = await run_cli(env, "job", "status", failing["id"])
+    assert ran.code == 0, ran.err
+    lines = ran.out.splitlines()
+    assert lines[0].split() == [failing["id"], "demo", "failed"]
+    fields = dict(re.findall(r"^(\w+):\s+(.*)$", ran.out, re.M))
+    assert fields["progress"].startswith("Step 3 of 5")
+    assert fields["reason"] == "failed at step 4 as asked (fail_at_step)"
+    assert any(line.startswith("attempt 1 · ") for line in lines), lines
+    assert json.loads(fields["params"])["steps"] == 5
+
+    ran = await run_cli(env, "job", "status", done["id"])
+    fields = dict(re.findall(r"^(\w+):\s+(.*)$", ran.out, re.M))
+    assert fields["progress"].startswith("Step 2 of 2")
+    assert json.loads(fields["result"]) == {"attempt": 1, "steps": 2}
+
+    # A job asked in words (a prompt, a task or a text parameter) shows it as its task.
+    asked = await errand("job", "submit", "agent", "-p", "prompt=sum up  the README", "--json")
+    ran = await run_cli(env, "job", "status", asked["id"])
+    fields = dict(re.findall(r"^(\w+):\s+(.*)$", ran.out, re.M))
+    assert fields["task"] == "sum up the README"
+    assert "prompt" not in json.loads(fields.get("params", "{}"))
