@@ -316,7 +316,8 @@ class Delivery:
             return False
         except Exception as exc:  # a bug: retry with backoff, then dead-letter
             return await self._refused(job, public_id, pending, exc)
-        if job.state in render.NOTICE_STATES and binding["progress_state"] in TERMINAL:
+        if job.state in render.NOTICE_STATES and binding["progress_state"] == job.state.value:
+            # The progress message shows how it ended (unknown included): so does the answer.
             await self._settle_answer(status, binding)
         return job.state in TERMINAL and binding["progress_state"] in TERMINAL
 

@@ -4,8 +4,12 @@ when the token is gone."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import tests.kinds_for_tests  # noqa: F401  (registers one_shot)
 from discord_emulator.testing import running_bot
 from jobs import Worker
+from tests.integration.runtime_support import running_worker
 
 from .conftest import Errand, poll
 
@@ -71,3 +75,31 @@ async def test_a_restarted_bot_settles_the_answer_with_its_own_token(
 
 async def _state(errand: Errand, job_id: str, state: str) -> bool:
     return (await errand.job(job_id)).state.value == state
+
+
+async def test_an_answer_whose_job_ended_unknown_while_no_bot_held_its_token_says_so(
+    errand: Errand, tmp_path: Path
+) -> None:
+    """A one-attempt job stopped mid-run by a worker's shutdown ends ``unknown``; the bot that
+    held the answer's token is gone by then, and its successor settles the answer."""
+    async with (
+        running_worker(errand.store, errand.registry, errand.dsn, shutdown_grace_seconds=0.3),
+        running_bot(errand.emu, errand.new_bot()),
+    ):
+        handle = await errand.emu.invoke_slash(
+            errand.world.alice,
+            errand.world.channel,
+            "summon",
+            {
+                "task": "one shot",
+                "kind": "one_shot",
+                "params": f"log={tmp_path / 'log'} seconds=5",
+            },
+        )
+        answer = await handle.wait_original(timeout=10)
+        job_id = answer.content.split("`")[1]
+        await poll(lambda: _state(errand, job_id, "running"), timeout=20)
+    # the worker stopped mid-run: a one-attempt job without a checkpoint ends unknown
+    await poll(lambda: _state(errand, job_id, "unknown"), timeout=20)
+    async with running_bot(errand.emu, errand.new_bot()):
+        await poll(lambda: "**unknown**" in errand.emu.message(answer.id).content, timeout=20)
