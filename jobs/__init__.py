@@ -43,6 +43,7 @@ _EXPORTS: dict[str, str] = {
     "Actor": "jobs.engine.state",
     "TERMINAL": "jobs.engine.state",
     "JobStore": "jobs.engine.store",
+    "Submission": "jobs.engine.store",
     "JobStatus": "jobs.engine.model",
     "JobView": "jobs.engine.model",
     "CancelOutcome": "jobs.engine.model",
@@ -136,6 +137,7 @@ __all__ = [
     "Settings",
     "StaleTransition",
     "State",
+    "Submission",
     "UnknownJob",
     "UnknownKind",
     "Usage",
@@ -191,7 +193,7 @@ if TYPE_CHECKING:
     from jobs.engine.outbox import OUTBOX_CHANNEL, PROGRESS_CHANNEL, Outbox, OutboxRow
     from jobs.engine.queries import load_named
     from jobs.engine.state import TERMINAL, Actor, State
-    from jobs.engine.store import JobStore
+    from jobs.engine.store import JobStore, Submission
     from jobs.errors import (
         BudgetExceeded,
         EffectInDoubt,

@@ -8,6 +8,11 @@ same processors via structlog's ``ProcessorFormatter`` on the root logger, so st
 format: one JSON object per line when it is not a TTY. Secrets are redacted on every line, from
 either source: by key name, and by value (:func:`jobs.secrets.scrub`: the configured secrets and
 anything shaped like a credential, in every string, tracebacks included).
+
+structlog (with rich, which it loads when installed) takes a tenth of a second or more to import:
+the loggers of :func:`get_logger` import it on their first use, and a one-shot command that logs
+nothing (``errand job status``) configures lazily (``configure(..., lazy=True)``) and never pays
+for it; its first log line, from either source, applies the configuration first.
 """
 
 from __future__ import annotations
@@ -15,12 +20,12 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import MutableMapping
-from typing import Any
-
-import structlog
-from structlog.typing import FilteringBoundLogger
+from typing import TYPE_CHECKING, Any, cast
 
 from jobs.secrets import scrub, scrub_data
+
+if TYPE_CHECKING:
+    from structlog.typing import FilteringBoundLogger
 
 # Keys whose values are never written to a log line, whatever a caller passes.
 _SECRET_KEYS = frozenset({"token", "password", "api_key", "secret", "authorization", "dsn", "url"})
@@ -46,16 +51,58 @@ class _Handler(logging.StreamHandler):  # type: ignore[type-arg]
         super().emit(record)
 
 
-def configure(level: str = "info", fmt: str = "auto", *, cache: bool = True) -> None:
+class _Deferred(logging.Handler):
+    """The root handler of a lazy :func:`configure`: the first standard-library record applies
+    the configuration, then goes to the real handler (formatted and redacted like any other)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        _apply()
+        for handler in logging.getLogger().handlers:
+            if isinstance(handler, _Handler):
+                handler.handle(record)
+
+
+_pending: tuple[str, str, bool] | None = None
+"""A configuration :func:`configure` deferred until the first log line."""
+
+
+def _level(level: str) -> int:
+    return logging.getLevelNamesMapping().get(level.upper(), logging.INFO)
+
+
+def configure(
+    level: str = "info", fmt: str = "auto", *, cache: bool = True, lazy: bool = False
+) -> None:
     """Configure structlog and the stdlib root logger once per process.
 
     ``cache=False`` keeps loggers re-reading the configuration (tests that reconfigure).
+    ``lazy``: import structlog and apply it at the first log line, not now (one-shot commands).
     """
+    global _pending
+    _pending = (level, fmt, cache)
+    if not lazy or "structlog" in sys.modules:
+        _apply()
+        return
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if isinstance(h, _Handler | _Deferred)]:
+        root.removeHandler(old)
+    root.addHandler(_Deferred())
+    root.setLevel(max(_level(level), logging.WARNING))
+    logging.captureWarnings(True)
+
+
+def _apply() -> None:
+    global _pending
+    if _pending is None:
+        return
+    (level, fmt, cache), _pending = _pending, None
+    import structlog
+
     use_console = fmt == "console" or (fmt == "auto" and sys.stderr.isatty())
     renderer: Any = (
         structlog.dev.ConsoleRenderer() if use_console else structlog.processors.JSONRenderer()
     )
-    numeric = logging.getLevelNamesMapping().get(level.upper(), logging.INFO)
+    numeric = _level(level)
     shared: list[Any] = [
         structlog.contextvars.merge_contextvars,
         structlog.processors.add_log_level,
@@ -77,7 +124,7 @@ def configure(level: str = "info", fmt: str = "auto", *, cache: bool = True) -> 
         )
     )
     root = logging.getLogger()
-    for old in [h for h in root.handlers if isinstance(h, _Handler)]:
+    for old in [h for h in root.handlers if isinstance(h, _Handler | _Deferred)]:
         root.removeHandler(old)
     root.addHandler(handler)
     # Libraries' info lines (discord.py's connection chatter) stay out unless asked for.
@@ -85,11 +132,29 @@ def configure(level: str = "info", fmt: str = "auto", *, cache: bool = True) -> 
     logging.captureWarnings(True)  # warnings.warn(...) lines become log lines too
 
 
+class _Logger:
+    """A structlog logger made on first use (importing structlog, and applying a deferred
+    configuration, then)."""
+
+    __slots__ = ("_bound", "_name")
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._bound: Any = None
+
+    def __getattr__(self, attr: str) -> Any:
+        if self._bound is None:
+            import structlog
+
+            _apply()
+            self._bound = structlog.get_logger(component=self._name)
+        return getattr(self._bound, attr)
+
+
 def get_logger(name: str) -> FilteringBoundLogger:
-    """A structlog logger tagged with the component name.
+    """A structlog logger tagged with the component name (made on first use).
 
     Typed as the filtering bound logger :func:`configure` sets up (structlog's own
     ``get_logger`` returns ``Any``), so a misspelt method is a type error.
     """
-    logger: FilteringBoundLogger = structlog.get_logger(component=name)
-    return logger
+    return cast("FilteringBoundLogger", _Logger(name))

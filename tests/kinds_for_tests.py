@@ -179,3 +179,43 @@ async def one_shot(ctx: Context, params: OneShotParams) -> dict[str, Any]:
         async with ctx.step(f"s{i}"):
             await ctx.sleep(0.1)
     return {"attempt": ctx.attempt}
+
+
+class LedgerParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    ledger: str
+    seconds: float = 600.0
+
+
+def _note(ledger: str, line: str) -> None:
+    with Path(ledger).open("a") as f:
+        f.write(line + "\n")
+
+
+@kind("plain_sleep", params=LedgerParams)
+async def plain_sleep(ctx: Context, params: LedgerParams) -> dict[str, Any]:
+    """Await plain asyncio.sleep (no checkpoint, no ctx API); note what it saw in the ledger."""
+    _note(params.ledger, "started")
+    try:
+        await asyncio.sleep(params.seconds)
+    except asyncio.CancelledError:
+        _note(params.ledger, "saw CancelledError")
+        raise
+    _note(params.ledger, "slept")
+    return {}
+
+
+@kind("effect_hold", params=LedgerParams)
+async def effect_hold(ctx: Context, params: LedgerParams) -> dict[str, Any]:
+    """A guarded effect that takes ``seconds`` (plain asyncio.sleep), then more work after it."""
+
+    async def do() -> dict[str, Any]:
+        _note(params.ledger, "effect started")
+        await asyncio.sleep(params.seconds)
+        _note(params.ledger, "effect done")
+        return {"done": True}
+
+    outcome = await ctx.effect("hold", do)
+    _note(params.ledger, "after the effect")
+    await asyncio.sleep(params.seconds)
+    return {"outcome": outcome}

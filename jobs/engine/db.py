@@ -257,10 +257,32 @@ async def connect(dsn: str) -> asyncpg.Connection:
     return conn
 
 
+async def keep_session(conn: asyncpg.Connection) -> None:
+    """The pool's reset on release: nothing to undo, so no round trip (see :func:`create_pool`)."""
+
+
 async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = 10) -> asyncpg.Pool:
-    """A connection pool with Errand's codecs."""
+    """A connection pool with Errand's codecs, whose release costs no round trip.
+
+    asyncpg's default reset sends ``pg_advisory_unlock_all(); CLOSE ALL; UNLISTEN *;
+    RESET ALL`` on every release: a round trip on each submit, claim, finish and cancel. None of
+    it has anything to undo in Errand, so the pool resets with :func:`keep_session` (asyncpg
+    still clears client-side listeners and rolls back an open transaction before calling it):
+
+    - advisory locks on pooled connections are transaction-scoped (``pg_advisory_xact_lock``,
+      quotas), except the migration lock, which ``migrate`` releases in a ``finally``;
+    - LISTEN runs only on dedicated connections (:func:`connect`: the worker's and the
+      transport's listeners), never on a pooled one;
+    - nothing runs ``SET`` outside a transaction (``SET LOCAL`` ends with it), nothing declares a
+      cursor outside a transaction (ended by the commit) or creates a temporary table;
+    - prepared statements are asyncpg's per-connection cache, meant to be reused.
+
+    ``tests/integration/test_fast_paths.py`` checks that a pooled connection carries no LISTEN and
+    no advisory lock after use. Code that adds session state to a pooled connection must undo it
+    itself, or use :func:`connect`.
+    """
     pool = await asyncpg.create_pool(
-        dsn, min_size=min_size, max_size=max_size, init=init_connection
+        dsn, min_size=min_size, max_size=max_size, init=init_connection, reset=keep_session
     )
     assert pool is not None
     return pool

@@ -16,9 +16,19 @@ LENGTH = 8  # 31**8 ~ 8.5e11 ids; collisions are retried against the unique inde
 PATTERN = re.compile(rf"^[{ALPHABET}]{{{LENGTH}}}$")
 
 
+_SPACE = len(ALPHABET) ** LENGTH
+
+
 def new_public_id() -> str:
     """A fresh random public id."""
-    return "".join(secrets.choice(ALPHABET) for _ in range(LENGTH))
+    # One draw from the OS's CSPRNG, written in base 31 (uniform, like LENGTH separate choices,
+    # at a fraction of the cost: bulk submits make tens of thousands at once).
+    n = secrets.randbelow(_SPACE)
+    out = []
+    for _ in range(LENGTH):
+        n, r = divmod(n, len(ALPHABET))
+        out.append(ALPHABET[r])
+    return "".join(out)
 
 
 def normalize(text: str) -> str:

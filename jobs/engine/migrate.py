@@ -70,6 +70,11 @@ async def pending(conn: Conn) -> list[Migration]:
 
 async def migrate(conn: Conn) -> list[str]:
     """Apply every pending migration; returns the names applied by this call."""
+    if not await pending(conn):
+        # The usual start: nothing to do, and no lock to take (every CLI command and process
+        # starts here; a one-shot command should not queue behind another's migration lock).
+        # Applied migrations are never undone, so "none pending" cannot become false.
+        return []
     await conn.execute("SELECT pg_advisory_lock($1)", ADVISORY_LOCK_ID)
     try:
         await conn.execute(

@@ -9,9 +9,11 @@ effects, assets) are in :mod:`jobs.engine.records`, the operator's reads and del
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import cache
 from typing import Any, Protocol
 
 import asyncpg
@@ -37,11 +39,14 @@ from jobs.engine.model import (
     jsonable,
 )
 from jobs.engine.queries import q
-from jobs.engine.state import ACTIVE, LIVE, TERMINAL, Actor, State, allowed, sources
-from jobs.engine.transition import KEEP_REASON, transition
+from jobs.engine.state import ACTIVE, LIVE, TERMINAL, Actor, State, allowed
+from jobs.engine.transition import KEEP_REASON, request_cancel, transition
+from jobs.engine.transition import claim as claim_jobs
 from jobs.errors import (
+    ErrandError,
     IdempotencyConflict,
     IllegalTransition,
+    InvalidParams,
     NotAllowed,
     QuotaExceeded,
     StaleTransition,
@@ -86,6 +91,35 @@ STOP_MID_RUN = [
 ]
 ACK_CANCEL = [Move(S.CANCELLING, S.CANCELLED, KEEP_REASON, outcome=Out.CANCELLED)]
 MARK_UNKNOWN = [Move(S.RUNNING, S.UNKNOWN, outcome=Out.UNKNOWN)]
+
+
+@dataclass(frozen=True)
+class Submission:
+    """One job to create with :meth:`JobStore.submit_many` (the arguments of ``submit``)."""
+
+    kind: str
+    params: dict[str, Any] = field(default_factory=dict)
+    requester: str = "api"
+    origin: dict[str, Any] | None = None
+    origin_group: str | None = None
+    idempotency_key: str | None = None
+
+
+@asynccontextmanager
+async def _no_savepoint() -> AsyncIterator[None]:
+    yield
+
+
+@cache
+def _insert_many_without_keys() -> str:
+    """``job_insert_many`` for a batch without idempotency keys: no key order to keep, and no
+    ON CONFLICT, whose speculative insertion costs each row an extra WAL record."""
+    sql = q("job_insert_many")
+    plain = sql.replace(
+        "    ORDER BY idempotency_key\n    ON CONFLICT (idempotency_key) DO NOTHING\n", ""
+    )
+    assert plain != sql, "job_insert_many changed: update _insert_many_without_keys"
+    return plain
 
 
 @dataclass(frozen=True)
@@ -229,37 +263,179 @@ class JobStore:
         limits.json_value("origin", origin or {})
         spec = self.registry.get(kind)
         clean = spec.validate(params)
+        args = (kind, clean, requester, origin or {}, origin_group, idempotency_key)
+        if self.quotas.per_requester is None and (
+            self.quotas.per_group is None or origin_group is None
+        ):
+            # The fast path: one statement (job, event, outbox row, NOTIFY) is its own
+            # transaction; no BEGIN/COMMIT, no read before the write.
+            async with self.pool.acquire() as conn:
+                return await self._insert(conn, spec, args)
         async with self.pool.acquire() as conn, conn.transaction():
             if idempotency_key is not None:
                 existing = await conn.fetchrow(q("job_by_idempotency_key"), idempotency_key)
                 if existing is not None:
                     return _same_request(existing, kind, clean), False
             await self._check_quotas(conn, requester, origin_group)
-            for _ in range(5):
-                try:
-                    async with conn.transaction():  # a savepoint: retry a public-id collision
-                        record = await conn.fetchrow(
-                            q("job_insert"),
-                            new_public_id(),
-                            kind,
-                            clean,
-                            requester,
-                            origin or {},
-                            origin_group,
-                            idempotency_key,
-                            spec.max_attempts,
-                            spec.deadline_seconds,
-                        )
-                except asyncpg.UniqueViolationError as exc:
-                    if "public_id" in str(exc.constraint_name or ""):
-                        continue
-                    raise
-                if record is None:  # a concurrent submit with the same key won the insert
-                    record = await conn.fetchrow(q("job_by_idempotency_key"), idempotency_key)
-                    assert record is not None
-                    return _same_request(record, kind, clean), False
-                return JobView.from_record(record), True
+            return await self._insert(conn, spec, args)
+
+    async def _insert(
+        self, conn: Conn, spec: KindSpec, args: tuple[Any, ...]
+    ) -> tuple[JobView, bool]:
+        """Insert one job (``job_insert``), retrying a public-id collision."""
+        kind, clean, requester, origin, origin_group, idempotency_key = args
+        for _ in range(5):
+            try:
+                # Inside a transaction (quotas) a savepoint keeps it usable after a collision.
+                savepoint = conn.transaction() if conn.is_in_transaction() else _no_savepoint()
+                async with savepoint:
+                    record = await conn.fetchrow(
+                        q("job_insert"),
+                        new_public_id(),
+                        kind,
+                        clean,
+                        requester,
+                        origin,
+                        origin_group,
+                        idempotency_key,
+                        spec.max_attempts,
+                        spec.deadline_seconds,
+                    )
+            except asyncpg.UniqueViolationError as exc:
+                if "public_id" in str(exc.constraint_name or ""):
+                    continue
+                raise
+            if record is None:  # the idempotency key exists (maybe from a concurrent submit)
+                record = await conn.fetchrow(q("job_by_idempotency_key"), idempotency_key)
+                assert record is not None
+                return _same_request(record, kind, clean), False
+            return JobView.from_record(record), True
         raise RuntimeError("could not allocate a public id")  # pragma: no cover
+
+    async def submit_many(self, submissions: Sequence[Submission]) -> list[tuple[str, bool]]:
+        """Create many jobs in one statement; each row honours its own idempotency key.
+
+        Every job gets what :meth:`submit` gives it (its creation event, an outbox row when it
+        has an origin, a NOTIFY for workers). All rows are validated first: one bad row raises
+        and nothing is created. A row whose key exists (or repeats an earlier row's key in
+        this batch) refers to the job that key made.
+
+        Returns:
+            For each submission in order: its job's public id and whether this call created it
+            (read the jobs with :meth:`get` or :meth:`list_jobs`).
+
+        Raises:
+            UnknownKind, InvalidParams: naming the row (0-based); nothing was created.
+            QuotaExceeded: with quotas configured rows are submitted one by one, and the
+                rows before the one over the limit stay created.
+            IdempotencyConflict: a key already made a job of another kind or with other params;
+                nothing was created (unless a concurrent submit took the key meanwhile: then
+                the other rows of this batch stay created).
+        """
+        specs: list[KindSpec] = []
+        cleaned: list[dict[str, Any]] = []
+        for n, sub in enumerate(submissions):
+            try:
+                # The same limits as submit, per row.
+                limits.text("kind", sub.kind)
+                limits.text("requester", sub.requester)
+                if sub.idempotency_key is not None:
+                    limits.text("idempotency key", sub.idempotency_key)
+                if sub.origin_group is not None:
+                    limits.text("origin group", sub.origin_group)
+                limits.json_value("params", sub.params)
+                limits.json_value("origin", sub.origin or {})
+                spec = self.registry.get(sub.kind)
+                cleaned.append(spec.validate(sub.params))
+            except ErrandError as exc:
+                exc.args = (f"row {n}: {exc}",)  # same type, the row named in the message
+                raise
+            specs.append(spec)
+        if self.quotas.per_requester is not None or self.quotas.per_group is not None:
+            out: list[tuple[str, bool]] = []
+            for s, c in zip(submissions, cleaned, strict=True):
+                job, created = await self.submit(
+                    s.kind,
+                    c,
+                    requester=s.requester,
+                    origin=s.origin,
+                    origin_group=s.origin_group,
+                    idempotency_key=s.idempotency_key,
+                )
+                out.append((job.public_id, created))
+            return out
+        # A key repeated inside the batch is inserted once; the later rows refer to it, and must
+        # ask for the same thing.
+        first_of: dict[str, int] = {}
+        rows: list[int] = []
+        for n, sub in enumerate(submissions):
+            key = sub.idempotency_key
+            if key is not None:
+                if key in first_of:
+                    first = first_of[key]
+                    if (sub.kind, cleaned[n]) != (submissions[first].kind, cleaned[first]):
+                        raise InvalidParams(
+                            f"row {n}: idempotency key {key!r} is used by row {first} for a "
+                            "different request"
+                        )
+                    continue
+                first_of[key] = n
+            rows.append(n)
+        if first_of:
+            # A key that already made a job must ask for the same thing, checked before
+            # anything is written (as submit does).
+            known = await self.pool.fetch(q("job_by_idempotency_keys"), list(first_of))
+            for r in known:
+                n = first_of[r["idempotency_key"]]
+                _same_request(r, submissions[n].kind, cleaned[n])
+        sql = q("job_insert_many") if first_of else _insert_many_without_keys()
+        for _ in range(5):
+            ids = [new_public_id() for _ in rows]
+            try:
+                records = await self.pool.fetch(
+                    sql,
+                    ids,
+                    [submissions[n].kind for n in rows],
+                    [cleaned[n] for n in rows],
+                    [submissions[n].requester for n in rows],
+                    [submissions[n].origin or {} for n in rows],
+                    [submissions[n].origin_group for n in rows],
+                    [submissions[n].idempotency_key for n in rows],
+                    [specs[n].max_attempts for n in rows],
+                    [specs[n].deadline_seconds for n in rows],
+                )
+            except asyncpg.UniqueViolationError as exc:
+                if "public_id" in str(exc.constraint_name or ""):
+                    continue  # nothing was written: the statement is its own transaction
+                raise
+            break
+        else:  # pragma: no cover
+            raise RuntimeError("could not allocate public ids")
+        made = {r["public_id"] for r in records}
+        answer: dict[int, tuple[str, bool]] = {
+            n: (public_id, True)
+            for n, public_id in zip(rows, ids, strict=True)
+            if public_id in made
+        }
+        # Rows skipped for an existing key, and rows repeating a key of this batch.
+        needed = [
+            s.idempotency_key
+            for n, s in enumerate(submissions)
+            if n not in answer and s.idempotency_key is not None
+        ]
+        existing: dict[str, str] = {}
+        if needed:
+            for r in await self.pool.fetch(q("job_by_idempotency_keys"), needed):
+                # A concurrent submit may have taken a key since the check above: the same
+                # comparison (the rows of this batch that were new stay created).
+                n = first_of[r["idempotency_key"]]
+                existing[r["idempotency_key"]] = _same_request(
+                    r, submissions[n].kind, cleaned[n]
+                ).public_id
+        return [
+            answer[n] if n in answer else (existing[str(sub.idempotency_key)], False)
+            for n, sub in enumerate(submissions)
+        ]
 
     async def _check_quotas(self, conn: Conn, requester: str, group: str | None) -> None:
         # A per-requester/group advisory lock makes count-then-insert safe against a burst of
@@ -356,22 +532,18 @@ class JobStore:
             ]
         else:
             moves = [Move(S.QUEUED, S.CANCELLED, text), Move(S.RUNNING, S.CANCELLING, text)]
-        async with self.pool.acquire() as conn, conn.transaction():
-            job = await conn.fetchrow(q("job_get_for_update"), normalize(public_id))
-            if job is None:
-                raise UnknownJob(public_id)
-            [moved] = await transition(
+        async with self.pool.acquire() as conn:
+            moved = await request_cancel(
                 conn,
+                normalize(public_id),
                 actor=actor,
                 moves=moves,
-                rows=[Row(job["id"])],
-                fence="none",
-                nominal=S.CANCELLED,
                 cancel_by=by,
                 cancel_reason=reason or f"requested by {actor.value}",
             )
-            current = await conn.fetchrow(q("job_get"), job["public_id"])
-        view = JobView.from_record(current)
+        if moved is None:
+            raise UnknownJob(public_id)
+        view = JobView.from_record(moved.record)
         if moved.ok:
             done = (
                 CancelResult.CANCELLED if moved.target is S.CANCELLED else CancelResult.CANCELLING
@@ -437,25 +609,14 @@ class JobStore:
         lease_seconds: float,
         kinds: Sequence[str] | None = None,
     ) -> list[Claim]:
-        """Claim up to ``limit`` due jobs with ``FOR UPDATE SKIP LOCKED``; one attempt each."""
-        async with self.pool.acquire() as conn, conn.transaction():
-            attempts = await conn.fetch(
-                q("attempt_insert_claimable"),
-                [s.value for s in sources(Actor.WORKER, S.RUNNING)],
-                worker,
-                lease_seconds,
-                limit,
-                list(kinds) if kinds is not None else None,
-            )
-            if not attempts:
-                return []
-            moved = await transition(
-                conn,
-                actor=Actor.WORKER,
-                moves=[Move(S.QUEUED, S.RUNNING)],
-                rows=[Row(a["job_id"], attempt_id=a["id"]) for a in attempts],
-                fence="claim",
-                nominal=S.RUNNING,
+        """Claim up to ``limit`` due jobs with ``FOR UPDATE SKIP LOCKED``; one attempt each.
+
+        One statement, no BEGIN/COMMIT (:func:`jobs.engine.transition.claim`); its rows are all
+        the runtime needs to dispatch.
+        """
+        async with self.pool.acquire() as conn:
+            moved = await claim_jobs(
+                conn, worker=worker, limit=limit, lease_seconds=lease_seconds, kinds=kinds
             )
         return [
             Claim(
@@ -471,7 +632,6 @@ class JobStore:
                 deadline_at=m.record["deadline_at"],
             )
             for m in moved
-            if m.ok
         ]
 
     async def heartbeat(
@@ -504,23 +664,36 @@ class JobStore:
         by_outcome: dict[tuple[AttemptOutcome, bool], list[Finish]] = {}
         for f in finishes:
             by_outcome.setdefault((f.outcome, f.mid_run), []).append(f)
+
+        async def write(
+            conn: Conn, key: tuple[AttemptOutcome, bool], group: list[Finish]
+        ) -> list[Moved]:
+            outcome, mid_run = key
+            moves, nominal = (STOP_MID_RUN, S.UNKNOWN) if mid_run else _FINISH_MOVES[outcome]
+            return await transition(
+                conn,
+                actor=Actor.WORKER,
+                moves=moves,
+                rows=[
+                    Row(f.job_id, f.attempt_id, f.reason, f.result, f.error, f.run_at)
+                    for f in group
+                ],
+                fence="attempt",
+                nominal=nominal,
+            )
+
+        if len(by_outcome) == 1:
+            # The usual batch (all succeeded): one statement, which locks its rows in id order
+            # itself; no BEGIN/COMMIT.
+            [(key, group)] = by_outcome.items()
+            async with self.pool.acquire() as conn:
+                return await write(conn, key, group)
         async with self.pool.acquire() as conn, conn.transaction():
             # One statement per outcome would lock the jobs group by group, not in id order,
             # and could deadlock with another batch; lock them all in id order first.
             await conn.execute(q("job_lock_many"), sorted({f.job_id for f in finishes}))
-            for (outcome, mid_run), group in by_outcome.items():
-                moves, nominal = (STOP_MID_RUN, S.UNKNOWN) if mid_run else _FINISH_MOVES[outcome]
-                out += await transition(
-                    conn,
-                    actor=Actor.WORKER,
-                    moves=moves,
-                    rows=[
-                        Row(f.job_id, f.attempt_id, f.reason, f.result, f.error, f.run_at)
-                        for f in group
-                    ],
-                    fence="attempt",
-                    nominal=nominal,
-                )
+            for key, group in by_outcome.items():
+                out += await write(conn, key, group)
         return out
 
     async def finish_one(self, finish: Finish) -> Moved:

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from functools import cache
 from typing import Any
 
 from jobs.engine import observe
 from jobs.engine.db import Conn
 from jobs.engine.model import Fence, Move, Moved, Row
 from jobs.engine.queries import q
-from jobs.engine.state import LIVE, TERMINAL, Actor, State, check_moves
+from jobs.engine.state import LIVE, TERMINAL, Actor, State, check_moves, sources
 from jobs.secrets import scrub, scrub_data
 
 # The state sets the statement needs (who holds a lease, what is finished), from the table.
@@ -109,3 +110,93 @@ async def transition(
     ]
     observe.transitions_written(actor, fence, moves, result)
     return result
+
+
+CLAIM = Move(State.QUEUED, State.RUNNING)
+"""The one move of a claim (a worker takes a due job)."""
+
+
+@cache
+def _claim_sql() -> str:
+    """``job_claim`` with the claimable states (from the table) written in as a constant."""
+    states = ",".join(sorted(s.value for s in sources(Actor.WORKER, CLAIM.target)))
+    return q("job_claim").replace("{claimable}", f"'{{{states}}}'")
+
+
+async def claim(
+    conn: Conn,
+    *,
+    worker: str,
+    limit: int,
+    lease_seconds: float,
+    kinds: Sequence[str] | None,
+) -> list[Moved]:
+    """Claim up to ``limit`` due jobs for ``worker`` in one statement (``job_claim``).
+
+    The same rules as :func:`transition` with ``fence="claim"``: the move is checked against
+    the table, the sources come from it, every moved job gets its event (and outbox row when it
+    has an origin), in the statement that locks the jobs (``SKIP LOCKED``) and opens their
+    attempts. Without BEGIN/COMMIT: one round trip from the claim to the rows to dispatch.
+    """
+    check_moves(Actor.WORKER, {CLAIM.source: CLAIM.target})
+    records = await conn.fetch(
+        _claim_sql(),
+        worker,
+        lease_seconds,
+        limit,
+        list(kinds) if kinds is not None else None,
+    )
+    result = [
+        Moved(job_id=r["id"], source=State(r["from_state"]), target=CLAIM.target, record=dict(r))
+        for r in records
+    ]
+    observe.transitions_written(Actor.WORKER, "claim", [CLAIM], result)
+    return result
+
+
+async def request_cancel(
+    conn: Conn,
+    public_id: str,
+    *,
+    actor: Actor,
+    moves: Sequence[Move],
+    cancel_by: str,
+    cancel_reason: str,
+) -> Moved | None:
+    """Move one job (by public id) along ``moves`` as a cancel request, in one statement.
+
+    ``job_cancel`` locks the job, moves it, ends its attempt when the move leaves the live
+    states, records who asked and why, writes the event and outbox row and NOTIFYs the attempt.
+
+    Returns:
+        None for an unknown job; else the job as it now is (``record``: the full row) and
+        whether it moved.
+    """
+    check_moves(actor, {m.source: m.target for m in moves})
+    if len({m.source for m in moves}) != len(moves):
+        raise ValueError("at most one move per source state")
+    # The reason is a person's text: a configured secret pasted into it is masked by value.
+    record = await conn.fetchrow(
+        q("job_cancel"),
+        public_id,
+        [m.source.value for m in moves],
+        [m.target.value for m in moves],
+        [scrub(m.reason, patterns=False) if m.reason else m.reason for m in moves],
+        [m.outcome for m in moves],
+        actor.value,
+        cancel_by,
+        scrub(cancel_reason, patterns=False),
+        _LIVE,
+        _TERMINAL,
+    )
+    if record is None:
+        return None
+    row = dict(record)
+    moved = Moved(
+        job_id=row["id"],
+        source=State(row["from_state"]),
+        target=State(row["state"]) if row["moved"] else None,
+        record=row,
+    )
+    observe.transitions_written(actor, "none", moves, [moved])
+    return moved

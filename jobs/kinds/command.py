@@ -234,7 +234,19 @@ async def run_command(
     Returns:
         ``command``, ``exit_code`` (None when stopped), ``stopped``, ``lines``, ``tail``, ``log``
         (None when the log could not be stored).
+
+    Raises:
+        JobCancelled: after the command stopped and its log was stored, when a cancel came.
     """
+    # A cancel stops the child its own way (SIGTERM, SIGKILL after the kill grace) and the log
+    # is kept: guarded, so the cancel does not cut this short; leaving it ends the job.
+    with ctx.guarded():
+        return await _run_command(ctx, spec, args, log_asset=log_asset, progress=progress)
+
+
+async def _run_command(
+    ctx: Context, spec: CommandSpec, args: dict[str, Any], *, log_asset: str, progress: bool
+) -> dict[str, Any]:
     argv = spec.argv_for(args)
     env = spec.environment()
     # Credentials handed to the command are masked by value in its log, progress and result.

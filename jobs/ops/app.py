@@ -7,16 +7,18 @@ import signal
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import asyncpg
 
 from jobs.engine.db import create_pool, resolve_dsn, ride_out
 from jobs.engine.migrate import migrate
 from jobs.engine.store import JobStore, Quotas
-from jobs.kinds import default_registry
-from jobs.runtime.registry import Registry
 from jobs.secrets import register_settings
 from jobs.settings import Settings
+
+if TYPE_CHECKING:  # the registry imports the handler runtime: only commands that run it load it
+    from jobs.runtime.registry import Registry
 
 STARTUP_WAIT_SECONDS = 15.0
 """How long a starting process waits for an unavailable database before giving up."""
@@ -81,7 +83,10 @@ async def open_engine(
                 await migrate(conn)
 
         await ride_out("migrate", migrated, within=wait)
-        registry = registry or default_registry(settings.extra_kinds)
+        if registry is None:
+            from jobs.kinds import default_registry  # the kinds' imports: only when needed
+
+            registry = default_registry(settings.extra_kinds)
         quotas = Quotas(settings.quota.per_requester, settings.quota.per_group)
         yield Engine(dsn, pool, registry, JobStore(pool, registry, quotas=quotas))
     finally:

@@ -2,6 +2,10 @@
 
 Every ``job`` command takes ``--json`` and prints one JSON object. Bad input (unknown id, bad
 params, an illegal transition) exits with code 2 and one line on stderr, and changes nothing.
+
+Start-up is part of what a user waits for: this module imports only typer, asyncpg and light
+engine modules; each command imports what it uses (``job status`` never loads the kinds, the
+handler runtime or the health server). Check with ``python -X importtime``.
 """
 
 from __future__ import annotations
@@ -11,7 +15,8 @@ import json
 import os
 import sys
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, NoReturn, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar, cast
 from urllib.parse import parse_qsl, urlsplit
 
 import asyncpg
@@ -20,18 +25,15 @@ from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 import jobs.limits as limits
 from jobs.engine.db import UNAVAILABLE, DatabaseUnavailable
-from jobs.engine.migrate import migrate as run_migrations
 from jobs.engine.model import JobStatus
 from jobs.engine.state import Actor, State
-from jobs.errors import ErrandError
-from jobs.logs import configure
-from jobs.ops.app import Engine, open_engine, stop_on_signals
-from jobs.ops.health import serve_health, worker_check
-from jobs.ops.inspect import list_notices, parse_duration, retry_notices, timeline
-from jobs.ops.inspect import prune as run_prune
-from jobs.runtime.worker import Worker, exit_if_abandoned
+from jobs.errors import ErrandError, UnknownKind
 from jobs.secrets import register_settings, scrub
-from jobs.settings import Settings
+
+if TYPE_CHECKING:
+    from jobs.ops.app import Engine
+    from jobs.runtime.registry import Registry
+    from jobs.settings import Settings
 
 T = TypeVar("T")
 
@@ -88,6 +90,7 @@ def kind_rows() -> list[tuple[str, str, list[tuple[str, str, str]], str]]:
     """Every registered kind: name, description, parameters (name, "type, default", help) and
     an example command line."""
     from jobs.kinds import default_registry
+    from jobs.settings import Settings
 
     registry = default_registry(Settings().extra_kinds)
     rows = []
@@ -222,27 +225,34 @@ def fail(message: str, code: int = 2) -> NoReturn:
 
 def load_settings(*, quiet: bool = False) -> Settings:
     """Settings from the environment, with logging configured for this command."""
+    from jobs.logs import configure
+    from jobs.settings import Settings
+
     settings = Settings()
     # Logs, errors and output never show these, whatever line they turn up in.
     register_settings(settings)
     # One-shot commands print their answer; routine info lines (a migration applied on the way)
     # would only bury it. ERRAND_LOG_LEVEL still wins when set.
     level = "warning" if quiet and "ERRAND_LOG_LEVEL" not in os.environ else settings.log_level
-    configure(level, settings.log_format)
+    configure(level, settings.log_format, lazy=quiet)
     return settings
 
 
-def with_engine(fn: Callable[[Engine], Awaitable[T]]) -> T:
+def with_engine(fn: Callable[[Engine], Awaitable[T]], *, kinds: bool = False) -> T:
     """Run ``fn`` against a migrated engine; engine errors become exit code 2.
 
     A database that cannot be reached, or one that refuses the request, is one line naming it
-    (exit code 1), never a traceback.
+    (exit code 1), never a traceback. ``kinds``: load the registry of kinds (submit, resolve);
+    other commands skip importing them.
     """
+    from jobs.ops.app import open_engine
+
     settings = load_settings(quiet=True)
+    registry = None if kinds else cast("Registry", _NoKinds())
 
     async def main() -> T:
         # One-shot commands do not wait for a database that is down: they say so at once.
-        async with open_engine(settings, pool_max=2, wait=0) as engine:
+        async with open_engine(settings, registry=registry, pool_max=2, wait=0) as engine:
             return await fn(engine)
 
     try:
@@ -300,6 +310,17 @@ def job_id_arg(value: str) -> str:
     return text_arg("job id", value, limits.MAX_JOB_ID)
 
 
+class _NoKinds:
+    """The registry of a command that never looks a kind up (status, list, cancel, show...):
+    the kinds and the handler runtime they import are never loaded."""
+
+    def get(self, name: str) -> NoReturn:
+        raise UnknownKind(name, [])
+
+    def names(self) -> list[str]:
+        return []
+
+
 def emit(obj: dict[str, Any], as_json: bool, text: str) -> None:
     """Print the answer; a registered secret never reaches the terminal, whatever it holds."""
     out = json.dumps(obj, default=str) if as_json else text
@@ -334,6 +355,7 @@ def _refuse_constant(name: str) -> Any:
 @app.command()
 def migrate() -> None:
     """Apply pending database migrations."""
+    from jobs.engine.migrate import migrate as run_migrations
 
     async def go(engine: Engine) -> list[str]:
         async with engine.pool.acquire() as conn:
@@ -348,6 +370,11 @@ def worker(
     concurrency: Annotated[int | None, typer.Option(help="Jobs run at once.")] = None,
 ) -> None:
     """Run jobs until SIGTERM/SIGINT (a second signal stops hard)."""
+    import contextlib
+
+    from jobs.ops.app import open_engine, stop_on_signals
+    from jobs.runtime.worker import Worker, exit_if_abandoned
+
     settings = load_settings()
     if concurrency is not None:
         settings.worker.concurrency = concurrency
@@ -363,12 +390,17 @@ def worker(
                 budget=settings.budget.budget(),
                 assets_dir=settings.assets_dir,
             )
-            async with serve_health(
-                settings.health,
-                engine.pool,
-                kinds=engine.registry.names(),
-                checks={"worker": worker_check(runner, stop)},
-            ):
+            health: contextlib.AbstractAsyncContextManager[object] = contextlib.nullcontext()
+            if settings.health.port is not None:  # the HTTP server (aiohttp) only when asked for
+                from jobs.ops.health import serve_health, worker_check
+
+                health = serve_health(
+                    settings.health,
+                    engine.pool,
+                    kinds=engine.registry.names(),
+                    checks={"worker": worker_check(runner, stop)},
+                )
+            async with health:
                 await runner.run(stop, hard)
                 exit_if_abandoned(runner)
 
@@ -377,7 +409,10 @@ def worker(
 
 @job_app.command("submit", cls=SubmitCommand)
 def job_submit(
-    kind: Annotated[str, typer.Argument(metavar="KIND", help="A registered kind (below).")],
+    kind: Annotated[
+        str | None,
+        typer.Argument(metavar="KIND", help="A registered kind (below); omit with --from."),
+    ] = None,
     param: Annotated[
         list[str] | None,
         typer.Option(
@@ -389,9 +424,26 @@ def job_submit(
         typer.Option(metavar="KEY", help="Submitting again with the same key returns that job."),
     ] = None,
     requester: Annotated[str, typer.Option(metavar="WHO", help="Who asks.")] = "cli",
+    from_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--from",
+            metavar="FILE.jsonl",
+            help='Submit every line of a JSON Lines file ("-": stdin) in one statement: '
+            '{"kind": K, "params": {...}, "idempotency_key": KEY, "requester": R}.',
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Submit a job; prints its id at once."""
+    """Submit a job (or a file of them); prints its id at once."""
+    if from_file is not None:
+        if kind is not None or param or idempotency_key is not None:
+            fail("--from takes the kinds, params and keys from the file; give no KIND or --param")
+        text_arg("--requester", requester)
+        _submit_file(from_file, requester, as_json)
+        return
+    if kind is None:
+        fail("name a KIND, or submit a file with --from FILE.jsonl")
     text_arg("kind", kind)
     text_arg("--requester", requester)
     if idempotency_key is not None:
@@ -403,9 +455,60 @@ def job_submit(
             kind, params, requester=requester, idempotency_key=idempotency_key
         )
 
-    job, created = with_engine(go)
+    job, created = with_engine(go, kinds=True)
     out = job.to_json() | {"created": created}
     emit(out, as_json, f"{job.public_id} {job.state.value}")
+
+
+_ROW_KEYS = {"kind", "params", "idempotency_key", "requester", "origin", "origin_group"}
+
+
+def _submit_file(path: Path, requester: str, as_json: bool) -> None:
+    """``job submit --from``: read and check every line, then one bulk submit (all or nothing)."""
+    from jobs.engine.store import Submission
+
+    try:
+        text = sys.stdin.read() if str(path) == "-" else path.read_text()
+    except OSError as exc:
+        fail(f"cannot read {path}: {exc.strerror or exc}")
+    rows: list[Submission] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+        except json.JSONDecodeError as exc:
+            fail(f"line {number}: not JSON ({exc.msg})")
+        if not isinstance(raw, dict) or not isinstance(raw.get("kind"), str):
+            fail(f'line {number}: expected an object with a "kind"')
+        unknown = sorted(set(raw) - _ROW_KEYS)
+        if unknown:
+            known = ", ".join(sorted(_ROW_KEYS))
+            fail(f"line {number}: unknown field {unknown[0]!r} (known: {known})")
+        params, key, who = raw.get("params", {}), raw.get("idempotency_key"), raw.get("requester")
+        origin, group = raw.get("origin"), raw.get("origin_group")
+        if not isinstance(params, dict):
+            fail(f'line {number}: "params" must be an object')
+        if not (key is None or isinstance(key, str)) or not (who is None or isinstance(who, str)):
+            fail(f'line {number}: "idempotency_key" and "requester" must be strings')
+        if not (origin is None or isinstance(origin, dict)):
+            fail(f'line {number}: "origin" must be an object')
+        if not (group is None or isinstance(group, str)):
+            fail(f'line {number}: "origin_group" must be a string')
+        rows.append(Submission(raw["kind"], params, who or requester, origin, group, key))
+    if not rows:
+        fail(f"{path}: no jobs (one JSON object per line)")
+
+    async def go(engine: Engine) -> list[tuple[str, bool]]:
+        return await engine.store.submit_many(rows)
+
+    done = with_engine(go, kinds=True)
+    jobs = [{"id": public_id, "created": created} for public_id, created in done]
+    count = sum(1 for _, c in done if c)
+    text_out = "\n".join(
+        f"{public_id} {'queued' if created else 'exists'}" for public_id, created in done
+    )
+    emit({"jobs": jobs, "created": count}, as_json, text_out)
 
 
 @job_app.command("status")
@@ -549,7 +652,7 @@ def job_resolve(
             job_id, actor=Actor.OPERATOR, outcome=as_, note=note, by="operator"
         )
 
-    job = with_engine(go)
+    job = with_engine(go, kinds=True)
     emit(job.to_json(), as_json, f"{job.public_id} {job.state.value}")
 
 
@@ -560,6 +663,8 @@ app.add_typer(outbox_app, name="outbox")
 @job_app.command("show")
 def job_show(job_id: str, as_json: JsonOpt = False) -> None:
     """Show a job's whole timeline: events, attempts, steps, effects and notices."""
+    from jobs.ops.inspect import timeline
+
     job_id = job_id_arg(job_id)
     found = with_engine(lambda e: timeline(e.store, job_id))
     job = found.status.job
@@ -581,6 +686,8 @@ def outbox_list(
     as_json: JsonOpt = False,
 ) -> None:
     """List notices to transports, newest first (dead-lettered ones by default)."""
+    from jobs.ops.inspect import list_notices
+
     if status not in {"dead", "pending", "delivered", "all"}:
         fail(f"--status: one of dead, pending, delivered, all (not {status[:40]!r})")
     checked(lambda: limits.integer("--limit", limit, 1, limits.MAX_LIMIT))
@@ -608,6 +715,8 @@ def outbox_retry(
     as_json: JsonOpt = False,
 ) -> None:
     """Deliver dead-lettered notices again (all named ids must be dead, or nothing changes)."""
+    from jobs.ops.inspect import retry_notices
+
     if bool(ids) == all_dead:
         fail("name notice ids or pass --all-dead (not both)")
     bad = [i for i in ids or [] if not (i.isascii() and i.isdigit()) or int(i) > limits.MAX_BIGINT]
@@ -630,6 +739,9 @@ def prune(
     as_json: JsonOpt = False,
 ) -> None:
     """Delete finished jobs past retention (never live, unknown or undelivered ones)."""
+    from jobs.ops.inspect import parse_duration
+    from jobs.ops.inspect import prune as run_prune
+
     if older_than is None:
         fail("--older-than is required, e.g. errand prune --older-than 30d")
     text_arg("--older-than", older_than)

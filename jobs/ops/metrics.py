@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import (
     CollectorRegistry,
@@ -141,6 +142,13 @@ NOTICES_DEAD_LETTERED = Counter(
 _LEASE_EXPIRED = (AttemptOutcome.ABANDONED, AttemptOutcome.LEASE_LOST)
 
 
+@cache
+def _child(metric: Counter | Gauge | Histogram, *labels: str) -> Any:
+    """``metric.labels(*labels)``, looked up once: a worker counts several times per job, and
+    ``labels()`` (validation, a lock) costs more than the count itself."""
+    return metric.labels(*labels)
+
+
 class EngineMetrics(observe.Observer):
     """Counts what the engine and the worker of this process did."""
 
@@ -148,28 +156,32 @@ class EngineMetrics(observe.Observer):
         self, actor: Actor, fence: Fence, moves: Sequence[Move], moved: Sequence[Moved]
     ) -> None:
         outcome_by_source = {m.source: m.outcome for m in moves}
+        edges: dict[tuple[str, str], int] = {}
         for m in moved:
             if m.target is None:
                 if fence == "attempt":  # kept as an ignored event
-                    STALE_WRITES.labels(actor.value).inc()
+                    _child(STALE_WRITES, actor.value).inc()
                 continue
-            TRANSITIONS.labels(m.source.value, m.target.value, actor.value).inc()
+            edge = (m.source.value, m.target.value)
+            edges[edge] = edges.get(edge, 0) + 1
             if outcome_by_source.get(m.source) in _LEASE_EXPIRED:
-                LEASE_EXPIRIES.labels(str(m.record.get("kind"))).inc()
+                _child(LEASE_EXPIRIES, str(m.record.get("kind"))).inc()
             if m.target is State.RUNNING and m.record.get("since_due") is not None:
-                START_LATENCY.labels(str(m.record["kind"])).observe(
+                _child(START_LATENCY, str(m.record["kind"])).observe(
                     max(0.0, m.record["since_due"].total_seconds())
                 )
+        for (source, target), count in edges.items():  # one count per edge, not per job
+            _child(TRANSITIONS, source, target, actor.value).inc(count)
 
     def cancel_answered(self, answer: CancelOutcome) -> None:
-        CANCELS.labels(str(answer.outcome)).inc()
+        _child(CANCELS, str(answer.outcome)).inc()
 
     def attempt_started(self, kind: str) -> None:
-        ATTEMPTS_RUNNING.labels(kind).inc()
+        _child(ATTEMPTS_RUNNING, kind).inc()
 
     def attempt_ended(self, kind: str, outcome: AttemptOutcome | None, seconds: float) -> None:
-        ATTEMPTS_RUNNING.labels(kind).dec()
-        JOB_DURATION.labels(kind, str(outcome) if outcome else "lost").observe(seconds)
+        _child(ATTEMPTS_RUNNING, kind).dec()
+        _child(JOB_DURATION, kind, str(outcome) if outcome else "lost").observe(seconds)
 
 
 ENGINE_METRICS = EngineMetrics()

@@ -9,9 +9,10 @@ module and not on the context that offers them: imports point one way.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from enum import StrEnum
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import structlog
 from structlog.typing import FilteringBoundLogger
@@ -60,14 +61,26 @@ class Attempt:
         self.cancelled = asyncio.Event()
         """Set when this attempt must stop; a handler may await it directly."""
         self.stop_reason: StopReason | None = None
-        self.log: FilteringBoundLogger = structlog.get_logger("job").bind(
-            job_id=public_id, attempt_id=attempt_id, kind=kind
-        )
+        self.cancel_delivered = False
+        """Whether a cancel was delivered to the handler's task as CancelledError."""
+        self._task: asyncio.Task[Any] | None = None
+        self._guards = 0
+        self._log: FilteringBoundLogger | None = None
         # How long a runtime write (step, usage, progress, effect, asset) retries through a
         # database outage: the lease. Past it the lease is gone anyway; the reaper settles it.
         self.write_within = write_within
         self.effects_ran: set[str] = set()
         """Keys of effects whose ``do`` ran in this attempt (an own intent is then in doubt)."""
+
+    @property
+    def log(self) -> FilteringBoundLogger:
+        """A structlog logger bound to the job, attempt and kind (made on first use: most jobs
+        never log, and binding one per job is a measurable share of a no-op job's cost)."""
+        if self._log is None:
+            self._log = structlog.get_logger("job").bind(
+                job_id=self.public_id, attempt_id=self.attempt_id, kind=self.kind
+            )
+        return self._log
 
     async def write(self, what: str, op: Callable[[], Awaitable[T]]) -> T:
         """Run one of the runtime's own writes for this attempt, riding out a database outage.
@@ -80,13 +93,50 @@ class Attempt:
         return await ride_out(what, op, within=self.write_within, log_to=self.log)
 
     def request_stop(self, why: StopReason) -> None:
-        """Tell the handler to stop at its next checkpoint (called by the runtime).
+        """Tell the handler to stop (called by the runtime).
 
+        Every request sets :attr:`cancelled` (checkpoints raise). A cancel also cancels the
+        handler's task at its next await, whatever it awaits, unless it is inside a guarded
+        region (:meth:`guarded`: an effect, a child process stopping gracefully), which
+        completes first. A shutdown stays cooperative: jobs get the grace to stop themselves.
         A cancel wins over a shutdown: the job must end cancelled, not be released to run again.
         """
         if self.stop_reason is None or why is StopReason.CANCEL:
             self.stop_reason = why
         self.cancelled.set()
+        if why is StopReason.CANCEL:
+            self._deliver_cancel()
+
+    def bind(self, task: asyncio.Task[Any] | None) -> None:
+        """Run the handler in ``task`` (None: it ended); a cancel requested before is delivered."""
+        self._task = task
+        if task is not None and self.stop_reason is StopReason.CANCEL:
+            # Called from inside ``task``: cancel it once the handler first waits, not now (a
+            # handler that stops at its first checkpoint must not meet a stray CancelledError
+            # later, while its end is being recorded).
+            asyncio.get_running_loop().call_soon(self._deliver_cancel)
+
+    def _deliver_cancel(self) -> None:
+        task = self._task
+        if task is None or task.done() or self._guards or self.cancel_delivered:
+            return
+        self.cancel_delivered = True
+        task.cancel("cancel requested")
+
+    @contextmanager
+    def guarded(self) -> Iterator[None]:
+        """A region a cancel does not interrupt; it ends the job (JobCancelled) once left.
+
+        Used around guarded effects (``ctx.effect``) and child processes, which have their own
+        way to stop (SIGTERM, then SIGKILL after the kill grace).
+        """
+        self._guards += 1
+        try:
+            yield
+        finally:
+            self._guards -= 1
+        if not self._guards and self.stop_reason is StopReason.CANCEL:
+            raise JobCancelled(StopReason.CANCEL)
 
     def checkpoint(self) -> None:
         """Raise :class:`~jobs.errors.JobCancelled` if this attempt was asked to stop."""

@@ -211,7 +211,10 @@ class Context(Attempt):
         # Two calls with one key at once (asyncio.gather) take turns: the second sees the
         # first's outcome instead of its intent, which would look like an effect in doubt.
         async with self._effect_locks.setdefault(key, asyncio.Lock()):
-            return await run_effect(self, key, do, lookup)
+            self.checkpoint()  # no new effect starts once a stop was requested
+            # A cancel arriving now lets the effect complete and record its outcome first.
+            with self.guarded():
+                return await run_effect(self, key, do, lookup)
 
     async def asset(
         self, name: str, data: bytes | str, content_type: str | None = None
@@ -222,10 +225,10 @@ class Context(Attempt):
     async def run_blocking(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         """Run blocking or CPU-heavy ``fn`` in a thread so other jobs keep their heartbeats.
 
-        A stop request does not interrupt the thread; the handler sees it at its next
-        checkpoint once ``fn`` returns. The runtime keeps the attempt (and its lease) until
-        every thread it started has returned (:meth:`threads_stopped`): a thread cannot be
-        killed, and releasing the job while it still works would run the job twice at once.
+        A cancel interrupts the handler's await at once (CancelledError), but nothing can stop
+        a thread: the runtime keeps the attempt (and its lease) until every thread it started
+        has returned (:meth:`threads_stopped`), and drops the result: releasing the job while
+        the thread still works would run the job twice at once.
         """
         loop = asyncio.get_running_loop()
         call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)

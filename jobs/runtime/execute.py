@@ -6,6 +6,7 @@ transition table).
 |----------------------------------------|----------------------------------------------------|
 | returns                                | ``succeeded`` with the returned value as result    |
 | stops at a checkpoint (cancel)         | ``cancelled``                                      |
+| is cancelled at an await (cancel)      | ``cancelled``                                      |
 | stops on worker shutdown               | ``released``: queued again when the kind is        |
 |                                        | retry-safe and attempts remain, else the job ends  |
 |                                        | ``unknown`` ("worker stopped mid-run")             |
@@ -47,6 +48,7 @@ async def execute(
 ) -> Finish:
     """Run ``spec``'s handler for ``claim`` and say how the attempt ended."""
     ids = (claim.job_id, claim.attempt_id)
+    task = asyncio.current_task()
     try:
         deadline: asyncio.Timeout | None = None
         limit = ctx.budget.job_seconds
@@ -58,13 +60,25 @@ async def execute(
         try:
             if limit is not None and spent >= limit:
                 raise BudgetExceeded("job_seconds", round(spent, 3), limit)
-            async with asyncio.timeout(None if limit is None else limit - spent) as deadline:
-                result = await spec.handler(ctx, spec.parse(claim.params))
+            # A cancel request cancels this task at the handler's next await (Context.bind).
+            ctx.bind(task)
+            try:
+                async with asyncio.timeout(None if limit is None else limit - spent) as deadline:
+                    result = await spec.handler(ctx, spec.parse(claim.params))
+            finally:
+                ctx.bind(None)
         except TimeoutError:
             if deadline is None or not deadline.expired() or limit is None:
                 raise
             used = round(spent + time.monotonic() - started, 3)
             raise BudgetExceeded("job_seconds", used, limit) from None
+    except asyncio.CancelledError:
+        # Ours (a cancel request) ends the attempt as cancelled; any other cancellation of the
+        # task (lost lease, end of the shutdown grace) goes on to the worker.
+        if task is None or not ctx.cancel_delivered or task.uncancel() > 0:
+            raise
+        await ctx.flush()
+        return stopped(spec, claim, ctx)
     except (JobCancelled, LeaseLost):
         await ctx.flush()
         return stopped(spec, claim, ctx)

@@ -130,3 +130,63 @@ async def test_bad_input_exits_2_with_one_line_and_changes_nothing(
         assert lines[0].startswith("error: ")
     assert await pool.fetchval("SELECT count(*) FROM job") == 1
     assert await pool.fetchval("SELECT count(*) FROM event") == before
+
+
+async def test_submit_from_a_jsonl_file_creates_every_job_once_and_bad_files_change_nothing(
+    errand: Errand, errand_raw: Callable[..., Awaitable[Ran]], pool: asyncpg.Pool, tmp_path: Any
+) -> None:
+    """``errand job submit --from FILE.jsonl``: one bulk submit, keys honoured on a repeat; a
+    file with one bad line (or bad usage) exits 2 with one line and creates nothing."""
+    import json
+
+    good = tmp_path / "jobs.jsonl"
+    good.write_text(
+        '{"kind": "sleep", "params": {"seconds": 1}, "idempotency_key": "a"}\n'
+        "\n"
+        '{"kind": "noop", "requester": "ops"}\n'
+        '{"kind": "noop", "idempotency_key": "b"}\n'
+    )
+    first = await errand("job", "submit", "--from", str(good), "--json")
+    assert first["created"] == 3
+    assert [j["created"] for j in first["jobs"]] == [True, True, True]
+    again = await errand("job", "submit", "--from", str(good), "--json")
+    assert again["created"] == 1  # the keyless row is a new job; the keyed ones exist
+    assert [j["id"] for j in again["jobs"]][0::2] == [j["id"] for j in first["jobs"]][0::2]
+    rows = {
+        r["public_id"]: r
+        for r in await pool.fetch("SELECT public_id, kind, requester, params FROM job")
+    }
+    made = [rows[j["id"]] for j in first["jobs"]]
+    assert [(r["kind"], r["requester"]) for r in made] == [
+        ("sleep", "cli"),
+        ("noop", "ops"),
+        ("noop", "cli"),
+    ]
+    assert made[0]["params"] == {"seconds": 1.0}
+    assert await pool.fetchval("SELECT count(*) FROM event") == 4  # one creation event each
+
+    bad_lines = [
+        '{"kind": "noop"}\n{"kind": "sleep", "params": {"seconds": "soon"}}\n',
+        '{"kind": "noop"}\nnot json\n',
+        '{"kind": "noop", "colour": "red"}\n',
+        '{"kind": "no-such-kind"}\n',
+        "\n",
+    ]
+    cases: list[tuple[str, ...]] = []
+    for n, text in enumerate(bad_lines):
+        path = tmp_path / f"bad{n}.jsonl"
+        path.write_text(text)
+        cases.append(("job", "submit", "--from", str(path)))
+    cases += [
+        ("job", "submit", "--from", str(tmp_path / "missing.jsonl")),
+        ("job", "submit", "noop", "--from", str(good)),
+        ("job", "submit"),
+    ]
+    for args in cases:
+        ran = await errand_raw(*args)
+        assert ran.code == 2, (args, ran)
+        lines = [line for line in ran.err.splitlines() if line.strip()]
+        assert len(lines) == 1, (args, ran.err)
+        assert lines[0].startswith("error: ")
+    assert await pool.fetchval("SELECT count(*) FROM job") == 4
+    assert json.loads((await errand_raw("job", "list", "--json")).out)["jobs"]

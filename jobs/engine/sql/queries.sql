@@ -24,6 +24,48 @@ WITH ins AS (
 )
 SELECT ins.*, pg_notify('errand_job', ins.kind)::text AS _notified FROM ins;
 
+-- name: job_insert_many
+-- Create many jobs at once (unnest arrays), each with its creation event and, when it has an
+-- origin, its outbox row, skipping rows whose idempotency key exists; one NOTIFY per kind.
+-- Rows are inserted in idempotency-key order, so concurrent batches that share keys wait for
+-- each other in one order and never deadlock. A batch without keys runs without the ORDER BY
+-- and ON CONFLICT lines (jobs/engine/store.py).
+WITH input AS (
+    SELECT * FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::text[], $5::jsonb[],
+                         $6::text[], $7::text[], $8::int[], $9::float8[])
+        AS t(public_id, kind, params, requester, origin, origin_group, idempotency_key,
+             max_attempts, deadline_seconds)
+), ins AS (
+    INSERT INTO job (public_id, kind, params, requester, origin, origin_group, idempotency_key,
+                     max_attempts, deadline_at)
+    SELECT public_id, kind, params, requester, origin, origin_group, idempotency_key,
+           max_attempts,
+           CASE WHEN deadline_seconds IS NULL THEN NULL
+                ELSE now() + make_interval(secs => deadline_seconds) END
+    FROM input
+    ORDER BY idempotency_key
+    ON CONFLICT (idempotency_key) DO NOTHING
+    RETURNING id, public_id, kind, origin
+), ev AS (
+    INSERT INTO event (job_id, from_state, to_state, actor, reason)
+    SELECT id, NULL, 'queued', 'requester', 'submitted' FROM ins
+    RETURNING id, job_id
+), ob AS (
+    INSERT INTO outbox (job_id, event_id, topic, payload)
+    SELECT ins.id, ev.id, 'transition',
+           jsonb_build_object('from', NULL, 'to', 'queued', 'reason', 'submitted')
+    FROM ins JOIN ev ON ev.job_id = ins.id
+    WHERE ins.origin <> '{}'::jsonb
+)
+SELECT ins.public_id,
+       (SELECT count(pg_notify('errand_job', k)) FROM (SELECT DISTINCT kind FROM ins) d(k))
+           AS _notified
+FROM ins;
+
+-- name: job_by_idempotency_keys
+-- The jobs repeated bulk submits refer to.
+SELECT * FROM job WHERE idempotency_key = ANY($1::text[]);
+
 -- name: job_by_idempotency_key
 -- The job a repeated submit refers to.
 SELECT * FROM job WHERE idempotency_key = $1;
@@ -41,10 +83,6 @@ WHERE origin_group = $1 AND state = ANY($2::job_state[]);
 -- name: job_get
 -- One job by public id.
 SELECT * FROM job WHERE public_id = $1;
-
--- name: job_get_for_update
--- One job by public id, locked for the rest of the transaction.
-SELECT * FROM job WHERE public_id = $1 FOR UPDATE;
 
 -- name: job_list
 -- Recent jobs, newest first, with optional filters (NULL means any).
@@ -65,21 +103,59 @@ SELECT * FROM event WHERE job_id = $1 ORDER BY id;
 -- A job's attempts, oldest first.
 SELECT * FROM attempt WHERE job_id = $1 ORDER BY number;
 
--- name: attempt_insert_claimable
--- Lock up to $4 claimable jobs (skipping rows others hold) and open an attempt on each.
+-- name: job_claim
+-- Claim up to $3 due jobs in one statement (an implicit transaction): lock them skipping rows
+-- others hold, open an attempt on each, move them from the claimable states to running with the
+-- attempt as fencing token, and write each one's event and outbox row. Returns what the runtime
+-- needs to start the handlers. {claimable} is the transition table's sources of "running" for a
+-- worker, written in as a constant (jobs/engine/transition.py) rather than passed as a
+-- parameter: with a parameter the planner cannot use the partial index job_claimable in a
+-- generic plan, and each claim would sort every queued job.
 WITH picked AS (
-    SELECT id, attempts FROM job
-    WHERE state = ANY($1::job_state[]) AND run_at <= now()
-      AND ($5::text[] IS NULL OR kind = ANY($5))
+    SELECT id, state, attempts FROM job
+    WHERE state = ANY({claimable}::job_state[]) AND run_at <= now()
+      AND ($4::text[] IS NULL OR kind = ANY($4))
       -- Never start an attempt beyond the maximum: only failures use attempts up.
       AND failures < max_attempts
     ORDER BY run_at, id
-    LIMIT $4
+    LIMIT $3
     FOR UPDATE SKIP LOCKED
+), att AS (
+    INSERT INTO attempt (job_id, number, worker, lease_expires_at)
+    SELECT id, attempts + 1, $1, now() + make_interval(secs => $2) FROM picked
+    RETURNING id, job_id
+), moved AS (
+    UPDATE job j SET
+        state = 'running',
+        reason = NULL,
+        current_attempt_id = att.id,
+        attempts = j.attempts + 1,
+        started_at = coalesce(j.started_at, now()),
+        updated_at = now()
+    FROM att, picked p
+    WHERE j.id = att.job_id AND p.id = att.job_id
+    RETURNING j.id, j.public_id, j.kind, j.params, j.attempts, j.failures, j.max_attempts,
+              j.deadline_at, j.checkpoint, j.current_attempt_id, j.origin, j.run_at,
+              p.state AS from_state
+), ev AS (
+    INSERT INTO event (job_id, from_state, to_state, actor, attempt_id, reason)
+    SELECT m.id, m.from_state, 'running', 'worker', m.current_attempt_id, NULL FROM moved m
+    RETURNING id, job_id
+), ob AS (
+    INSERT INTO outbox (job_id, event_id, topic, payload)
+    SELECT m.id, ev.id, 'transition',
+           jsonb_build_object('from', m.from_state, 'to', 'running', 'reason', NULL)
+    FROM moved m JOIN ev ON ev.job_id = m.id
+    WHERE m.origin <> '{}'::jsonb
 )
-INSERT INTO attempt (job_id, number, worker, lease_expires_at)
-SELECT id, attempts + 1, $2, now() + make_interval(secs => $3) FROM picked
-RETURNING id, job_id;
+SELECT m.id, m.public_id, m.kind, m.params, m.attempts, m.failures, m.max_attempts,
+       m.deadline_at, m.checkpoint, m.current_attempt_id, m.from_state,
+       now() - m.run_at AS since_due,
+       (SELECT pg_notify('errand_outbox', '')
+         WHERE EXISTS (SELECT 1 FROM moved x WHERE x.origin <> '{}'::jsonb))::text
+           AS _outbox_notified
+FROM moved m
+ORDER BY m.id;
 
 -- name: job_grant_attempt
 -- One more attempt for a job a person resolved as a retry.
@@ -186,6 +262,70 @@ SELECT c.id, c.state AS from_state, m.state AS to_state, m.public_id, m.kind, m.
        CASE WHEN m.id IS NOT NULL AND m.origin <> '{}'::jsonb
             THEN pg_notify('errand_outbox', '')::text END AS _outbox_notified
 FROM cur c LEFT JOIN moved m ON m.id = c.id;
+
+-- name: job_cancel
+-- A cancel request in one statement (an implicit transaction): lock the job by public id, move
+-- it along the first of the moves ($2 -> $3, reasons $4, attempt outcomes $5) whose source is its
+-- state, end the attempt when the move leaves the live states, record the request (who $7, why
+-- $8, once), write the event and outbox row, and NOTIFY the attempt to stop. Returns the job as
+-- it now is, with from_state and whether it moved. $9: the states in which an attempt holds the
+-- lease (LIVE), $10: the terminal states (TERMINAL), both from jobs/engine/state.py.
+WITH moves AS (
+    SELECT * FROM unnest($2::job_state[], $3::job_state[], $4::text[], $5::text[])
+        AS m(from_state, to_state, reason, outcome)
+), cur AS (
+    SELECT j.* FROM job j WHERE j.public_id = $1 FOR UPDATE
+), plan AS (
+    SELECT c.id, c.state, c.current_attempt_id, m.to_state, m.reason AS new_reason, m.outcome
+    FROM cur c JOIN moves m ON m.from_state = c.state
+), moved AS (
+    UPDATE job j SET
+        state = p.to_state,
+        reason = p.new_reason,
+        current_attempt_id = CASE WHEN p.to_state = ANY($9::job_state[])
+                                  THEN j.current_attempt_id END,
+        finished_at = CASE WHEN p.to_state = ANY($10::job_state[]) THEN now() END,
+        cancel_requested_at = coalesce(j.cancel_requested_at, now()),
+        cancel_requested_by = coalesce(j.cancel_requested_by, $7::text),
+        cancel_reason = coalesce(j.cancel_reason, $8::text),
+        updated_at = now()
+    FROM plan p
+    WHERE j.id = p.id
+    RETURNING j.*, p.state AS from_state, p.current_attempt_id AS prev_attempt_id,
+              p.outcome AS attempt_outcome
+), ended AS (
+    UPDATE attempt a SET ended_at = now(), outcome = m.attempt_outcome
+    FROM moved m
+    WHERE a.id = m.prev_attempt_id AND m.state <> ALL($9::job_state[])
+), interrupted AS (
+    -- A forced cancel ends the attempt: the steps it left open are closed, as job_transition does.
+    UPDATE step s SET ended_at = now(), outcome = 'interrupted'
+    FROM moved m
+    WHERE s.job_id = m.id AND s.attempt_id = m.prev_attempt_id AND s.ended_at IS NULL
+      AND m.state <> ALL($9::job_state[])
+), ev AS (
+    INSERT INTO event (job_id, from_state, to_state, actor, attempt_id, reason)
+    SELECT m.id, m.from_state, m.state, $6::job_actor, m.prev_attempt_id, m.reason
+    FROM moved m
+    RETURNING id, job_id
+), ob AS (
+    INSERT INTO outbox (job_id, event_id, topic, payload)
+    SELECT m.id, ev.id, 'transition',
+           jsonb_build_object('from', m.from_state, 'to', m.state, 'reason', m.reason)
+    FROM moved m JOIN ev ON ev.job_id = m.id
+    WHERE m.origin <> '{}'::jsonb
+)
+SELECT m.*, true AS moved,
+       CASE WHEN m.state = 'cancelling'
+            THEN pg_notify('errand_cancel', m.current_attempt_id::text)::text END AS _notified,
+       CASE WHEN m.origin <> '{}'::jsonb
+            THEN pg_notify('errand_outbox', '')::text END AS _outbox_notified
+FROM moved m
+UNION ALL
+SELECT c.*, c.state AS from_state, c.current_attempt_id AS prev_attempt_id,
+       NULL::text AS attempt_outcome, false AS moved, NULL::text, NULL::text
+FROM cur c
+WHERE NOT EXISTS (SELECT 1 FROM moved);
 
 -- name: job_lock_many
 -- Lock jobs in id order, for a transaction that moves them with more than one statement.
