@@ -13,6 +13,7 @@ to the answer once more with the bot's token (see :mod:`bot.delivery`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -50,10 +51,51 @@ class Answer:
 class Answers:
     """Keeps each live /summon answer in step with its job's state."""
 
-    def __init__(self, store: JobStore, record: Callable[[int, State], Awaitable[None]]) -> None:
+    def __init__(
+        self,
+        store: JobStore,
+        record: Callable[[int, State], Awaitable[None]],
+        states: Callable[[list[int]], Awaitable[dict[int, str]]],
+    ) -> None:
         self.store = store
         self._record = record
+        self._states = states
         self._answers: dict[int, Answer] = {}
+        self._wake = asyncio.Event()
+        self._watcher: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        """Watch the followed jobs' states (call once the event loop runs)."""
+        if self._watcher is None or self._watcher.done():
+            self._watcher = asyncio.create_task(self._watch(), name="errand-answers")
+
+    def wake(self) -> None:
+        """Some job changed state (an outbox NOTIFY): look at the followed ones soon."""
+        self._wake.set()
+
+    async def _watch(self) -> None:
+        # Why a watcher of its own: under a backlog, delivery reaches a job's outbox rows late
+        # (oldest first, at the bot's request rate); the answer must not wait for that.
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), 1.0)
+            self._wake.clear()
+            now = time.monotonic()
+            for job_id in [j for j, a in self._answers.items() if not a.live(now)]:
+                self._answers.pop(job_id, None)
+            if not self._answers:
+                continue
+            try:
+                states = await self._states(list(self._answers))
+            except Exception as exc:  # the database is away: the next wake tries again
+                log.warning("answer.poll_failed", error=repr(exc))
+                await asyncio.sleep(1.0)
+                continue
+            for job_id, state in states.items():
+                answer = self._answers.get(job_id)
+                if answer is not None and state != answer.shown.value:
+                    self.poke(job_id)
+            await asyncio.sleep(0.1)  # coalesce a burst of NOTIFYs into one look
 
     def remember(
         self,
@@ -116,6 +158,8 @@ class Answers:
                 return
 
     def forget_all(self) -> None:
+        if self._watcher is not None:
+            self._watcher.cancel()
         for answer in self._answers.values():
             if answer.task is not None:
                 answer.task.cancel()

@@ -108,7 +108,7 @@ class Delivery:
         self._last_edit: dict[int, float] = {}
         self._lookups: set[asyncio.Task[None]] = set()
         self.discord = DiscordIO(client, settings.request_rate())
-        self.answers = Answers(store, self._record_answer)
+        self.answers = Answers(store, self._record_answer, self._job_states)
         # This process, as the owner of render leases.
         self.name = incarnation()
         outbox.owner = self.name
@@ -120,6 +120,7 @@ class Delivery:
         """Start listening and delivering (call from ``setup_hook``)."""
         if self._task is None or self._task.done():
             self._task = asyncio.create_task(self._run(), name="errand-delivery")
+        self.answers.start()
 
     async def stop(self) -> None:
         """Stop every actor; leased rows become due again when their lease runs out."""
@@ -172,6 +173,11 @@ class Delivery:
 
     def _on_outbox(self, *_: Any) -> None:
         self._wake.set()
+        self.answers.wake()
+
+    async def _job_states(self, job_ids: list[int]) -> dict[int, str]:
+        rows = await self.pool.fetch(sql("job_states_by_id"), job_ids)
+        return {r["id"]: r["state"] for r in rows}
 
     def _on_progress(self, _conn: Any, _pid: int, _channel: str, payload: object) -> None:
         public_id = str(payload)

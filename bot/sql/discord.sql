@@ -74,3 +74,7 @@ UPDATE discord_binding SET render_owner = NULL, render_until = NULL WHERE render
 -- name: binding_set_answer_state
 -- Record the state the /summon answer now shows.
 UPDATE discord_binding SET answer_state = $2, updated_at = now() WHERE job_id = $1;
+
+-- name: job_states_by_id
+-- The current state of some jobs (the live /summon answers one process follows).
+SELECT id, state::text AS state FROM job WHERE id = ANY($1::bigint[]);

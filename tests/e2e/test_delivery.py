@@ -254,7 +254,7 @@ async def test_a_notice_still_rate_limited_after_discordpy_retries_is_never_dead
     """A 429 storm on notices longer than discord.py's own retries (and than the bot's
     delivery attempts, 3 here): Discord says "later", not "no", so the notice is handed back
     without counting, never dead-lettered, and delivered once the storm ends."""
-    _, job_id = await errand.summon(params="steps=1 step_seconds=0.2")
+    _, job_id = await errand.summon(params="steps=2 step_seconds=1")
     thread = await errand.thread_of(job_id)
     await errand.wait_progress_state(job_id, "running")
     errand.emu.faults.ratelimit_next(
