@@ -64,6 +64,8 @@ def _environment(home: Path) -> dict[str, str]:
 async def sandbox(data_dir: Path, env: dict[str, str], log: Path) -> AsyncIterator[str]:
     """``errand sandbox`` until its banner; yields its output so far (ends it with SIGKILL if the
     test did not stop it)."""
+    # The log is shared by successive sandboxes: wait for this one's banner, not an earlier one's.
+    earlier = len(_read(log))
     with log.open("ab") as sink:
         proc = await asyncio.create_subprocess_exec(
             *CLI,
@@ -80,11 +82,11 @@ async def sandbox(data_dir: Path, env: dict[str, str], log: Path) -> AsyncIterat
     sandbox.proc = proc  # type: ignore[attr-defined]
     try:
         deadline = time.monotonic() + 60
-        while HINT.search(_read(log)) is None:
+        while HINT.search(_read(log)[earlier:]) is None:
             assert proc.returncode is None, _read(log)[-3000:]
             assert time.monotonic() < deadline, _read(log)[-3000:]
             await asyncio.sleep(0.1)
-        yield _read(log)
+        yield _read(log)[earlier:]
     finally:
         if proc.returncode is None:
             proc.kill()
