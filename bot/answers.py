@@ -106,6 +106,7 @@ class Answers:
     ) -> None:
         """Follow a job whose answer was just sent (it shows ``queued``)."""
         self._answers[job_id] = Answer(job_id, public_id, interaction, channel_type)
+        self._wake.set()  # it may have moved on before it was followed (a worker was idle)
 
     def live(self, job_id: int) -> bool:
         """Whether this process can still edit the job's answer through its token."""

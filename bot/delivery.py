@@ -183,7 +183,7 @@ class Delivery:
         public_id = str(payload)
         job_id = self.ids.get(public_id)
         if job_id is not None:
-            self.poke(job_id, public_id, progress_only=True)
+            self.poke(job_id, public_id)
         else:
             task = asyncio.create_task(self._poke_by_public_id(public_id))
             self._lookups.add(task)
@@ -195,7 +195,7 @@ class Delivery:
         except _TRANSIENT:
             return  # the poll loop finds the job's rows anyway
         if row is not None and self._owns(row["partition"]):
-            self.poke(row["job_id"], public_id, progress_only=True)
+            self.poke(row["job_id"], public_id)
 
     def _owns(self, partition: int) -> bool:
         """Whether this process delivers the jobs of ``partition`` (its shards' guilds); every
@@ -217,13 +217,11 @@ class Delivery:
         """Keep this job's /summon answer showing its state (see :mod:`bot.answers`)."""
         self.answers.remember(job_id, public_id, interaction, channel_type)
 
-    def poke(self, job_id: int, public_id: str, *, progress_only: bool = False) -> None:
-        """Something changed for this job: (re)render it and deliver its rows soon. A state
-        change also updates its /summon answer; progress alone does not."""
+    def poke(self, job_id: int, public_id: str) -> None:
+        """Something changed for this job: (re)render it and deliver its rows soon. (Its /summon
+        answer follows state changes on its own: :meth:`Answers.wake` on every outbox NOTIFY.)"""
         if self._stopping:
             return
-        if not progress_only:
-            self.answers.poke(job_id)
         self.ids[public_id] = job_id
         self.dirty.setdefault(job_id, asyncio.Event()).set()
         if job_id not in self.actors:
