@@ -358,6 +358,10 @@ class Delivery:
             or self.answers.live(job.id)
         ):
             return
+        # Read again: the answer's own watcher may have shown the end since this round began.
+        fresh = await self.pool.fetchrow(sql("binding_get"), job.id)
+        if fresh is not None and fresh["answer_state"] == job.state.value:
+            return
         text = render.answer(job.public_id, job.kind, job.state, binding["channel_type"])
         if await self.discord.edit_answer(
             int(binding["channel_id"]), int(binding["anchor_message_id"]), text
