@@ -9,11 +9,11 @@ effects, assets) are in :mod:`jobs.engine.records`, the operator's reads and del
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from functools import cache
 from typing import Any, Protocol
 
 import asyncpg
@@ -21,7 +21,7 @@ import asyncpg
 import jobs.limits as limits
 from jobs.engine import observe
 from jobs.engine.db import Conn
-from jobs.engine.ids import new_public_id, normalize
+from jobs.engine.ids import new_public_id, new_public_ids, normalize
 from jobs.engine.model import (
     AttemptOutcome,
     AttemptView,
@@ -93,6 +93,27 @@ ACK_CANCEL = [Move(S.CANCELLING, S.CANCELLED, KEEP_REASON, outcome=Out.CANCELLED
 MARK_UNKNOWN = [Move(S.RUNNING, S.UNKNOWN, outcome=Out.UNKNOWN)]
 
 
+def _params_text(params: dict[str, Any]) -> str:
+    """Validated params as JSON text (an empty dict, the common case, costs nothing)."""
+    return json.dumps(params) if params else "{}"
+
+
+class _JsonTexts:
+    """The origins of a bulk submit, each distinct object checked and encoded once."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._texts: dict[int, str] = {}
+
+    def check(self, value: dict[str, Any] | None) -> None:
+        if value and id(value) not in self._texts:
+            limits.json_value(self.name, value)
+            self._texts[id(value)] = json.dumps(value)
+
+    def text(self, value: dict[str, Any] | None) -> str:
+        return self._texts[id(value)] if value else "{}"
+
+
 @dataclass(frozen=True)
 class Submission:
     """One job to create with :meth:`JobStore.submit_many` (the arguments of ``submit``)."""
@@ -108,18 +129,6 @@ class Submission:
 @asynccontextmanager
 async def _no_savepoint() -> AsyncIterator[None]:
     yield
-
-
-@cache
-def _insert_many_without_keys() -> str:
-    """``job_insert_many`` for a batch without idempotency keys: no key order to keep, and no
-    ON CONFLICT, whose speculative insertion costs each row an extra WAL record."""
-    sql = q("job_insert_many")
-    plain = sql.replace(
-        "    ORDER BY idempotency_key\n    ON CONFLICT (idempotency_key) DO NOTHING\n", ""
-    )
-    assert plain != sql, "job_insert_many changed: update _insert_many_without_keys"
-    return plain
 
 
 @dataclass(frozen=True)
@@ -259,8 +268,10 @@ class JobStore:
             limits.text("idempotency key", idempotency_key)
         if origin_group is not None:
             limits.text("origin group", origin_group)
-        limits.json_value("params", params)
-        limits.json_value("origin", origin or {})
+        if params:  # an empty dict, the common case, needs no walk
+            limits.json_value("params", params)
+        if origin:
+            limits.json_value("origin", origin)
         spec = self.registry.get(kind)
         clean = spec.validate(params)
         args = (kind, clean, requester, origin or {}, origin_group, idempotency_key)
@@ -334,6 +345,9 @@ class JobStore:
         """
         specs: list[KindSpec] = []
         cleaned: list[dict[str, Any]] = []
+        # A batch usually shares its origin (and its empty params) across rows: each distinct
+        # object is checked and written as JSON once (the rows keep them alive, so ids hold).
+        origins = _JsonTexts("origin")
         for n, sub in enumerate(submissions):
             try:
                 # The same limits as submit, per row.
@@ -343,8 +357,9 @@ class JobStore:
                     limits.text("idempotency key", sub.idempotency_key)
                 if sub.origin_group is not None:
                     limits.text("origin group", sub.origin_group)
-                limits.json_value("params", sub.params)
-                limits.json_value("origin", sub.origin or {})
+                if sub.params:
+                    limits.json_value("params", sub.params)
+                origins.check(sub.origin)
                 spec = self.registry.get(sub.kind)
                 cleaned.append(spec.validate(sub.params))
             except ErrandError as exc:
@@ -388,22 +403,27 @@ class JobStore:
             for r in known:
                 n = first_of[r["idempotency_key"]]
                 _same_request(r, submissions[n].kind, cleaned[n])
-        sql = q("job_insert_many") if first_of else _insert_many_without_keys()
+        params = [_params_text(cleaned[n]) for n in rows]
+        texts = [origins.text(submissions[n].origin) for n in rows]
+        records: list[asyncpg.Record] = []
         for _ in range(5):
-            ids = [new_public_id() for _ in rows]
+            ids = new_public_ids(len(rows))
+            args = (
+                ids,
+                [submissions[n].kind for n in rows],
+                params,
+                [submissions[n].requester for n in rows],
+                texts,
+                [submissions[n].origin_group for n in rows],
+                [submissions[n].idempotency_key for n in rows],
+                [specs[n].max_attempts for n in rows],
+                [specs[n].deadline_seconds for n in rows],
+            )
             try:
-                records = await self.pool.fetch(
-                    sql,
-                    ids,
-                    [submissions[n].kind for n in rows],
-                    [cleaned[n] for n in rows],
-                    [submissions[n].requester for n in rows],
-                    [submissions[n].origin or {} for n in rows],
-                    [submissions[n].origin_group for n in rows],
-                    [submissions[n].idempotency_key for n in rows],
-                    [specs[n].max_attempts for n in rows],
-                    [specs[n].deadline_seconds for n in rows],
-                )
+                if first_of:
+                    records = await self.pool.fetch(q("job_insert_many"), *args)
+                else:  # no keys: every row is created, only the count comes back
+                    await self.pool.fetchval(q("job_insert_many_unkeyed"), *args)
             except asyncpg.UniqueViolationError as exc:
                 if "public_id" in str(exc.constraint_name or ""):
                     continue  # nothing was written: the statement is its own transaction
@@ -411,6 +431,8 @@ class JobStore:
             break
         else:  # pragma: no cover
             raise RuntimeError("could not allocate public ids")
+        if not first_of:
+            return [(public_id, True) for public_id in ids]
         made = {r["public_id"] for r in records}
         answer: dict[int, tuple[str, bool]] = {
             n: (public_id, True)
@@ -633,6 +655,23 @@ class JobStore:
             )
             for m in moved
         ]
+
+    async def refresh_statistics(self) -> bool:
+        """ANALYZE the job table when its statistics miss a large change; True when it ran.
+
+        The claim's plan depends on them: with a backlog they do not know of (a burst of
+        submits since autovacuum's last analyze, up to a minute by default), the planner sorts
+        every queued job on each claim instead of reading the first ones off ``job_claimable``
+        (14 ms instead of 3 ms per claim of 100 at 50,000 queued). One worker at a time.
+        """
+        async with self.pool.acquire() as conn:
+            if not await conn.fetchval(q("job_statistics_stale")):
+                return False
+            async with conn.transaction():
+                if not await conn.fetchval(q("job_analyze_lock")):
+                    return False  # another worker is at it
+                await conn.execute("ANALYZE job")
+        return True
 
     async def heartbeat(
         self, worker: str, lease_seconds: float, attempt_ids: Sequence[int]

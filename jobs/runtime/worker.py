@@ -47,6 +47,10 @@ STOP_WAIT_SECONDS = 5.0
 on SIGTERM) before the await it is in is cancelled."""
 
 
+STATISTICS_CHECK_SECONDS = 30.0
+"""How often a worker with a backlog checks that the job table's statistics know of it."""
+
+
 def exit_if_abandoned(worker: Worker) -> None:
     """End the process at once when a hard stop left jobs running.
 
@@ -107,6 +111,8 @@ class Worker:
         self._abandoning = False  # a hard stop: attempts still running are left to the reaper
         self.abandoned: list[str] = []
         """Public ids of jobs a hard stop left running (their leases expire; the reaper acts)."""
+        self._statistics_checked = -STATISTICS_CHECK_SECONDS
+        self._background: set[asyncio.Task[None]] = set()
         self.ready = asyncio.Event()
         """Set once the worker listens and is claiming."""
 
@@ -134,9 +140,9 @@ class Worker:
             await supervise(loops, stop)
             await self._shutdown(hard_stop or asyncio.Event())
         finally:
-            for task in loops:
+            for task in (*loops, *self._background):
                 task.cancel()
-            await asyncio.gather(*loops, return_exceptions=True)
+            await asyncio.gather(*loops, *self._background, return_exceptions=True)
             if self._flushing is not None and not self._flushing.done():
                 await asyncio.gather(self._flushing, return_exceptions=True)
             if self._finished:
@@ -308,10 +314,29 @@ class Worker:
                 for claim in claims:
                     self._start(claim)
             if free > 0 and len(claims) == min(free, self.settings.claim_batch):
-                await asyncio.sleep(0)  # a backlog: claim again at once
+                self._check_statistics()  # a backlog: the claim's plan must know of it
+                await asyncio.sleep(0)  # claim again at once
                 continue
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=self.settings.poll_seconds)
+
+    def _check_statistics(self) -> None:
+        """In the background, at most every :data:`STATISTICS_CHECK_SECONDS`: have the job
+        table analyzed when its statistics miss the backlog (``JobStore.refresh_statistics``)."""
+        now = time.monotonic()
+        if now - self._statistics_checked < STATISTICS_CHECK_SECONDS:
+            return
+        self._statistics_checked = now
+
+        async def check() -> None:
+            try:
+                if await self.store.refresh_statistics():
+                    log.info("worker.analyzed_job_table")
+            except _REAPER_ERRORS as exc:  # next time, then
+                log.warning("worker.analyze_failed", error=str(exc))
+
+        self._background.add(task := asyncio.create_task(check(), name="statistics"))
+        task.add_done_callback(self._background.discard)
 
     async def _heartbeat_loop(self) -> None:
         while True:
@@ -462,6 +487,9 @@ class Worker:
             if finish is not None:
                 self._finished.append(finish)
                 self._flush.set()
+            # The slot is free: claim again now, while the flush loop writes this end, rather
+            # than after it (a claim and a finish then run at once, on two connections).
+            self._wake.set()
 
     async def _execute(self, claim: Claim, ctx: Context) -> Finish:
         # Budgets, effects in doubt and failures map to outcomes in jobs/runtime/execute.py.

@@ -48,7 +48,16 @@ def make_machine(dsn: str) -> type[RuleBasedStateMachine]:
         def teardown(self) -> None:
             ids = [j for j, _ in self.jobs]
             if ids:  # leave the shared database clean for the next example
-                self.run(self.pool.execute("DELETE FROM job WHERE id = ANY($1)", ids))
+                # Attempts, events and notices carry no foreign key (migration 0008).
+                for table, column in (
+                    ("attempt", "job_id"),
+                    ("event", "job_id"),
+                    ("outbox", "job_id"),
+                    ("job", "id"),
+                ):
+                    self.run(
+                        self.pool.execute(f"DELETE FROM {table} WHERE {column} = ANY($1)", ids)
+                    )
             self.run(self.pool.close())
             self.loop.close()
 

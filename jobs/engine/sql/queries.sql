@@ -9,7 +9,7 @@ WITH ins AS (
                      max_attempts, deadline_at)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
             CASE WHEN $9::float8 IS NULL THEN NULL ELSE now() + make_interval(secs => $9) END)
-    ON CONFLICT (idempotency_key) DO NOTHING
+    ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING *
 ), ev AS (
     INSERT INTO event (job_id, from_state, to_state, actor, reason)
@@ -17,47 +17,76 @@ WITH ins AS (
     RETURNING id, job_id
 ), ob AS (
     INSERT INTO outbox (job_id, event_id, topic, payload)
-    SELECT ins.id, ev.id, 'transition',
-           jsonb_build_object('from', NULL, 'to', 'queued', 'reason', 'submitted')
+    SELECT ins.id, ev.id, 'transition', '{"from": null, "to": "queued", "reason": "submitted"}'
     FROM ins JOIN ev ON ev.job_id = ins.id
     WHERE ins.origin <> '{}'::jsonb
 )
 SELECT ins.*, pg_notify('errand_job', ins.kind)::text AS _notified FROM ins;
 
 -- name: job_insert_many
--- Create many jobs at once (unnest arrays), each with its creation event and, when it has an
--- origin, its outbox row, skipping rows whose idempotency key exists; one NOTIFY per kind.
--- Rows are inserted in idempotency-key order, so concurrent batches that share keys wait for
--- each other in one order and never deadlock. A batch without keys runs without the ORDER BY
--- and ON CONFLICT lines (jobs/engine/store.py).
+-- Create many jobs at once (unnest arrays; params and origin as JSON text), each with its
+-- creation event and, when it has an origin, its outbox row, skipping rows whose idempotency key
+-- exists; one NOTIFY per kind. Rows are inserted in idempotency-key order, so concurrent batches
+-- that share keys wait for each other in one order and never deadlock.
 WITH input AS (
-    SELECT * FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::text[], $5::jsonb[],
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
                          $6::text[], $7::text[], $8::int[], $9::float8[])
         AS t(public_id, kind, params, requester, origin, origin_group, idempotency_key,
              max_attempts, deadline_seconds)
 ), ins AS (
     INSERT INTO job (public_id, kind, params, requester, origin, origin_group, idempotency_key,
                      max_attempts, deadline_at)
-    SELECT public_id, kind, params, requester, origin, origin_group, idempotency_key,
-           max_attempts,
+    SELECT public_id, kind, params::jsonb, requester, origin::jsonb, origin_group,
+           idempotency_key, max_attempts,
            CASE WHEN deadline_seconds IS NULL THEN NULL
                 ELSE now() + make_interval(secs => deadline_seconds) END
     FROM input
     ORDER BY idempotency_key
-    ON CONFLICT (idempotency_key) DO NOTHING
-    RETURNING id, public_id, kind, origin
+    ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+    RETURNING id, public_id, kind, origin <> '{}'::jsonb AS transported
 ), ev AS (
     INSERT INTO event (job_id, from_state, to_state, actor, reason)
     SELECT id, NULL, 'queued', 'requester', 'submitted' FROM ins
     RETURNING id, job_id
 ), ob AS (
     INSERT INTO outbox (job_id, event_id, topic, payload)
-    SELECT ins.id, ev.id, 'transition',
-           jsonb_build_object('from', NULL, 'to', 'queued', 'reason', 'submitted')
+    SELECT ins.id, ev.id, 'transition', '{"from": null, "to": "queued", "reason": "submitted"}'
     FROM ins JOIN ev ON ev.job_id = ins.id
-    WHERE ins.origin <> '{}'::jsonb
+    WHERE ins.transported
 )
 SELECT ins.public_id,
+       (SELECT count(pg_notify('errand_job', k)) FROM (SELECT DISTINCT kind FROM ins) d(k))
+           AS _notified
+FROM ins;
+
+-- name: job_insert_many_unkeyed
+-- job_insert_many for a batch in which no row has an idempotency key: no key order to keep, no
+-- ON CONFLICT (its speculative insertion costs each row an extra WAL record), and every row is
+-- created, so only the count comes back.
+WITH input AS (
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
+                         $6::text[], $7::text[], $8::int[], $9::float8[])
+        AS t(public_id, kind, params, requester, origin, origin_group, idempotency_key,
+             max_attempts, deadline_seconds)
+), ins AS (
+    INSERT INTO job (public_id, kind, params, requester, origin, origin_group, max_attempts,
+                     deadline_at)
+    SELECT public_id, kind, params::jsonb, requester, origin::jsonb, origin_group, max_attempts,
+           CASE WHEN deadline_seconds IS NULL THEN NULL
+                ELSE now() + make_interval(secs => deadline_seconds) END
+    FROM input
+    RETURNING id, kind, origin <> '{}'::jsonb AS transported
+), ev AS (
+    INSERT INTO event (job_id, from_state, to_state, actor, reason)
+    SELECT id, NULL, 'queued', 'requester', 'submitted' FROM ins
+    RETURNING id, job_id
+), ob AS (
+    INSERT INTO outbox (job_id, event_id, topic, payload)
+    SELECT ins.id, ev.id, 'transition', '{"from": null, "to": "queued", "reason": "submitted"}'
+    FROM ins JOIN ev ON ev.job_id = ins.id
+    WHERE ins.transported
+)
+SELECT count(*) AS created,
        (SELECT count(pg_notify('errand_job', k)) FROM (SELECT DISTINCT kind FROM ins) d(k))
            AS _notified
 FROM ins;
@@ -387,3 +416,15 @@ WHERE j.deadline_at < now() AND j.state = ANY($2::job_state[])
 ORDER BY j.id
 LIMIT $1
 FOR UPDATE SKIP LOCKED;
+
+-- name: job_statistics_stale
+-- Whether the planner's statistics of the job table miss much of what changed since the last
+-- ANALYZE (never analyzed, or more rows changed than a tenth of it and at least 1,000): a burst
+-- of submits the statistics do not know of makes the claim sort the whole backlog.
+SELECT c.reltuples < 0 OR s.n_mod_since_analyze > greatest(1000, c.reltuples / 10)
+FROM pg_class c JOIN pg_stat_user_tables s ON s.relid = c.oid
+WHERE c.oid = 'job'::regclass;
+
+-- name: job_analyze_lock
+-- One ANALYZE of the job table at a time across workers (held until the transaction ends).
+SELECT pg_try_advisory_xact_lock(hashtextextended('errand:analyze job', 0));

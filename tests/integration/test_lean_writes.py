@@ -1,0 +1,113 @@
+"""Lean writes (migrations/0008_lean_writes.sql): attempts, events and notices have no foreign key
+to their job, so the statements that write them must keep the reference themselves, and the
+only delete must take them along; a worker with a backlog gets the job table analyzed, so its
+claims read the first jobs off the claim index instead of sorting the backlog."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import asyncpg
+
+from jobs.engine.admin import prune_batch
+from jobs.engine.state import TERMINAL
+from jobs.engine.store import JobStore, Submission
+from jobs.engine.transition import _claim_sql
+from jobs.runtime.registry import Registry
+from tests.integration.runtime_support import running_worker, wait_for, wait_until
+
+ORIGIN = {"transport": "test"}
+
+ORPHANS = """
+SELECT (SELECT count(*) FROM attempt a WHERE NOT EXISTS (SELECT 1 FROM job j WHERE j.id = a.job_id))
+     + (SELECT count(*) FROM event e WHERE NOT EXISTS (SELECT 1 FROM job j WHERE j.id = e.job_id))
+     + (SELECT count(*) FROM outbox o WHERE NOT EXISTS (SELECT 1 FROM job j WHERE j.id = o.job_id))
+"""
+
+
+async def _async(value: bool) -> bool:
+    return value
+
+
+async def test_every_attempt_event_and_notice_belongs_to_a_job_after_a_mixed_workload(
+    store: JobStore, registry: Registry, db_dsn: str, pool: asyncpg.Pool, tmp_path: Path
+) -> None:
+    """Submits (one and many, with and without keys), claims, finishes, a cancel, then pruning
+    half of them: no row of attempt, event or outbox is left without its job, and each pruned
+    job's rows are gone with it."""
+    singles = [
+        (await store.submit("noop", {}, requester="r", origin=ORIGIN, idempotency_key=f"k{n}"))[0]
+        for n in range(5)
+    ]
+    many = await store.submit_many([Submission("noop", {}, "r", ORIGIN) for _ in range(200)])
+    keyed = await store.submit_many(
+        [Submission("noop", {}, "r", ORIGIN, idempotency_key=f"b{n}") for n in range(50)]
+    )
+    sleeper, _ = await store.submit("sleep", {"seconds": 60}, requester="r", origin=ORIGIN)
+    ids = [j.public_id for j in singles] + [p for p, _ in many] + [p for p, _ in keyed]
+    async with running_worker(store, registry, db_dsn, tmp_path):
+        for public_id in ids:
+            await wait_for(store, public_id, {"succeeded"})
+        await wait_for(store, sleeper.public_id, {"running"})
+        await store.cancel(sleeper.public_id, by="r")
+        await wait_for(store, sleeper.public_id, {"cancelled"})
+    assert await pool.fetchval(ORPHANS) == 0
+    counts = await pool.fetchrow(
+        "SELECT (SELECT count(*) FROM job) AS jobs, (SELECT count(*) FROM attempt) AS attempts,"
+        " (SELECT count(*) FROM event) AS events, (SELECT count(*) FROM outbox) AS notices"
+    )
+    assert counts is not None
+    assert counts["jobs"] == 256
+    assert counts["attempts"] == 256
+    # queued, running and the end for each; the cancel adds its request (running -> cancelling)
+    assert counts["events"] == counts["notices"] == 3 * 256 + 1
+
+    # Pruning: delivered notices only (a pending one keeps its job); deliver them all first.
+    await pool.execute("UPDATE outbox SET delivered_at = now()")
+    rows, deleted = await prune_batch(pool, 0, False, TERMINAL, batch=128)
+    assert len(deleted) == 128 == len(rows)
+    assert await pool.fetchval(ORPHANS) == 0
+    left = await pool.fetchrow(
+        "SELECT (SELECT count(*) FROM job) AS jobs, (SELECT count(*) FROM attempt) AS attempts,"
+        " (SELECT count(*) FROM event WHERE job_id = ANY($1)) AS events_of_deleted,"
+        " (SELECT count(*) FROM outbox WHERE job_id = ANY($1)) AS notices_of_deleted,"
+        " (SELECT count(*) FROM attempt WHERE job_id = ANY($1)) AS attempts_of_deleted",
+        list(deleted),
+    )
+    assert left is not None
+    assert left["jobs"] == 128
+    assert left["attempts"] == 128
+    assert left["events_of_deleted"] == left["notices_of_deleted"] == 0
+    assert left["attempts_of_deleted"] == 0
+
+
+async def test_a_worker_with_a_backlog_has_the_job_table_analyzed(
+    store: JobStore, registry: Registry, db_dsn: str, pool: asyncpg.Pool, tmp_path: Path
+) -> None:
+    """A fresh database's job table has never been analyzed; a backlog of 3,000 jobs makes the
+    worker's claims come back full, and the worker has it analyzed (once: the statistics then
+    know the backlog). Afterwards the claim's plan reads the claim index in order."""
+    assert await pool.fetchval(
+        "SELECT last_analyze IS NULL AND last_autoanalyze IS NULL"
+        " FROM pg_stat_user_tables WHERE relname = 'job'"
+    )
+    made = await store.submit_many([Submission("noop", {}, "r") for _ in range(3000)])
+    async with running_worker(store, registry, db_dsn, tmp_path):
+        await wait_until(lambda: _analyzed(pool), within=30)
+        await wait_for(store, made[-1][0], {"succeeded"}, within=60)
+    assert await store.refresh_statistics() is False  # fresh statistics: nothing to do
+    # With the statistics of a backlog, the claim reads the first due jobs off job_claimable.
+    await store.submit_many([Submission("noop", {}, "r") for _ in range(3000)])
+    await pool.execute("ANALYZE job")
+    plan = "\n".join(
+        r[0] for r in await pool.fetch("EXPLAIN " + _claim_sql(), "w", 60.0, 100, ["noop"])
+    )
+    assert "Index Scan using job_claimable" in plan, plan
+
+
+async def _analyzed(pool: asyncpg.Pool) -> bool:
+    return bool(
+        await pool.fetchval(
+            "SELECT last_analyze IS NOT NULL FROM pg_stat_user_tables WHERE relname = 'job'"
+        )
+    )
