@@ -75,6 +75,8 @@ async def transition(
             result=scrub_data(r.result, patterns=False),
             error=scrub_data(r.error, patterns=False),
         )
+        if r.reason or r.result is not None or r.error is not None
+        else r  # nothing to mask (most ends of a batch): no copy
         for r in rows
     ]
     records = await conn.fetch(

@@ -149,6 +149,8 @@ def stopped(spec: Kind, claim: Claim, ctx: Context) -> Finish:
 
 def _unstorable(result: Any) -> str | None:
     """Why ``result`` cannot be stored in a ``jsonb`` column, or None when it can."""
+    if result is None or (isinstance(result, dict) and not result):
+        return None  # most handlers return nothing: no need to write it out to know
     try:
         text = json.dumps(result, allow_nan=False)
     except (TypeError, ValueError) as exc:
