@@ -315,7 +315,7 @@ class Delivery:
                 return await self._refused(job, public_id, pending, exc)
             # Still rate limited after discord.py's own retries: Discord is saying "later",
             # not "no". Hand the rows back uncounted (never a dead letter) and try again later.
-            await self.outbox.release(pending, 5.0)
+            await self.outbox.release(pending, self.settings.delivery_rate_limited_seconds)
             log.warning("delivery.rate_limited", job_id=public_id)
             return False
         except Exception as exc:  # a bug: retry with backoff, then dead-letter

@@ -69,6 +69,9 @@ WORLD_FILE = "discord.json"
 # on its own; the emulator does it when its clock moves).
 ARCHIVE_SWEEP_SECONDS = 60.0
 CANCEL_STATES = frozenset({State.CANCELLING, State.CANCELLED})
+# The local Discord's gateway heartbeat interval is Discord's own (41.25 s) unless this is set;
+# a test that watches an idle sandbox through its first heartbeat shortens it.
+HEARTBEAT_ENV = "ERRAND_SANDBOX_HEARTBEAT_INTERVAL_MS"
 
 
 class SandboxError(RuntimeError):
@@ -146,6 +149,26 @@ def sandbox_settings(data_dir: Path) -> Settings:
     # Ctrl-C should feel prompt; running jobs are released and resume on the next start.
     settings.worker.shutdown_grace_seconds = min(settings.worker.shutdown_grace_seconds, 3.0)
     return settings
+
+
+def heartbeat_interval_ms() -> int:
+    """The HELLO heartbeat interval the local Discord gives the bot (``HEARTBEAT_ENV``).
+
+    Raises:
+        SandboxError: the variable is set to something other than a positive whole number.
+    """
+    raw = os.environ.get(HEARTBEAT_ENV, "").strip()
+    if not raw:
+        return EmulatorConfig.heartbeat_interval_ms
+    try:
+        interval = int(raw)
+    except ValueError:
+        interval = 0
+    if interval <= 0:
+        raise SandboxError(
+            f"{HEARTBEAT_ENV} must be a positive number of milliseconds, not {raw!r}"
+        )
+    return interval
 
 
 def cli_hint(settings: Settings) -> str:
@@ -228,7 +251,9 @@ async def running_emulator(
     data_dir: Path, host: str, port: int, jobs: PageJobs | None = None
 ) -> AsyncIterator[Emulator]:
     """The emulator with its world loaded from (and saved to) ``data_dir``, serving the page."""
-    emu = Emulator(EmulatorConfig(host=host, port=port))
+    emu = Emulator(
+        EmulatorConfig(host=host, port=port, heartbeat_interval_ms=heartbeat_interval_ms())
+    )
     world_file = WorldFile(emu, data_dir / WORLD_FILE)
     try:
         loaded = world_file.load()

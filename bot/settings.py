@@ -51,6 +51,9 @@ class BotSettings(BaseSettings):
     delivery_lease_seconds: float = Field(default=30.0, gt=0)
     delivery_max_attempts: int = Field(default=6, ge=1)
     delivery_retry_base_seconds: float = Field(default=2.0, gt=0)
+    # A notice still rate limited after discord.py's own retries is handed back uncounted and
+    # tried again this long after (Discord said "later", not "no"; never a dead letter).
+    delivery_rate_limited_seconds: float = Field(default=5.0, gt=0)
     # How long to wait for the /summon answer's message id before threading from a new message.
     anchor_wait_seconds: float = Field(default=10.0, ge=0)
     # /summon answers at once; if the submit takes longer than this (a slow database), it

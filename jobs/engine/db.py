@@ -192,9 +192,16 @@ def stop_embedded(data_dir: Path, timeout: float = 10.0) -> None:
 
     The wheel stops the server when the last process that started it exits, but a process that
     crashed stays counted; tests and the sandbox stop it explicitly.
+
+    The postmaster is an orphan (``pg_ctl`` started it and exited), so once it exits it stays a
+    zombie until PID 1 reaps it: up to a second or two under some init processes, forever under
+    one that never reaps (a Python program as a container's PID 1). A zombie has exited and
+    holds nothing, so it counts as stopped; ``os.kill(pid, 0)`` alone would wait for the reaper.
     """
     import signal
     import time
+
+    import psutil
 
     pid_file = data_dir.expanduser().resolve() / "postmaster.pid"
     try:
@@ -207,9 +214,7 @@ def stop_embedded(data_dir: Path, timeout: float = 10.0) -> None:
         return
     end = time.monotonic() + timeout
     while time.monotonic() < end:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+        if not _running(psutil, pid):
             return
         time.sleep(0.02)
 

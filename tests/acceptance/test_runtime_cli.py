@@ -25,8 +25,11 @@ async def test_demo_job_runs_to_succeeded_with_progress_visible_at_each_step(
 ) -> None:
     """errand job submit demo --param steps=5 --json -> succeeded; status showed every step."""
     await worker()
+    # Each step's progress shows for step_seconds; one `errand job status` takes about 0.25 s
+    # (a new process), so 1.5 s leaves room for several looks at every step even on a loaded
+    # machine (it was 2 s: 10 s of waiting).
     job = await errand(
-        "job", "submit", "demo", "--param", "steps=5", "--param", "step_seconds=2", "--json"
+        "job", "submit", "demo", "--param", "steps=5", "--param", "step_seconds=1.5", "--json"
     )
     assert job["state"] == "queued"
     seen: list[Any] = []

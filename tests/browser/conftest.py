@@ -68,6 +68,9 @@ class Sandbox:
         env = {k: v for k, v in os.environ.items() if k not in SCRUBBED_ENV}
         env["ERRAND_LOG_LEVEL"] = "info"
         env.update(self.env)
+        # A restarted sandbox appends to the same log, whose first banner names the same URL:
+        # only this start's own output counts.
+        since = len(self.log())
         log = self.log_path.open("ab")
         self.process = subprocess.Popen(
             [
@@ -88,7 +91,7 @@ class Sandbox:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 pytest.fail(f"errand sandbox exited early:\n{self.log()}")
-            if banner in self.log():
+            if banner in self.log()[since:]:
                 return
             time.sleep(0.1)
         pytest.fail(f"errand sandbox did not start within {timeout}s:\n{self.log()}")

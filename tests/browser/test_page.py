@@ -290,7 +290,12 @@ def probe_sandbox(tmp_path: Path, data_root: Path) -> Iterator[Sandbox]:
         data_root / "data",
         free_port(),
         tmp_path / "sandbox.log",
-        env={"ERRAND_EXTRA_KINDS": "tests.kinds_for_tests"},
+        env={
+            "ERRAND_EXTRA_KINDS": "tests.kinds_for_tests",
+            # The restart stops a job held in its blind effect: it will not end on its own, so
+            # the shutdown grace (3 s in a sandbox) only delays the stop that makes it unknown.
+            "ERRAND_WORKER_SHUTDOWN_GRACE_SECONDS": "0.5",
+        },
     )
     box.start()
     try:

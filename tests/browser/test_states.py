@@ -23,7 +23,13 @@ def one_at_a_time(tmp_path: Path, data_root: Path) -> Iterator[Sandbox]:
         data_root / "data",
         free_port(),
         tmp_path / "sandbox.log",
-        env={"ERRAND_WORKER_CONCURRENCY": "1", "ERRAND_EXTRA_KINDS": "tests.kinds_for_tests"},
+        env={
+            "ERRAND_WORKER_CONCURRENCY": "1",
+            "ERRAND_EXTRA_KINDS": "tests.kinds_for_tests",
+            # The restart stops a job held in its blind effect: it will not end on its own, so
+            # the shutdown grace (3 s in a sandbox) only delays the stop that makes it unknown.
+            "ERRAND_WORKER_SHUTDOWN_GRACE_SECONDS": "0.5",
+        },
     )
     box.start()
     try:
@@ -34,7 +40,9 @@ def one_at_a_time(tmp_path: Path, data_root: Path) -> Iterator[Sandbox]:
 
 
 def shoot(page: Page, progress: Locator, path: Path) -> None:
-    page.wait_for_timeout(1300)  # an edit's highlight fades
+    # No need to wait for an edit's highlight (a 1.2 s CSS animation) to fade: with animations
+    # disabled, Playwright finishes finite animations before the screenshot, so it shows the
+    # faded message.
     progress.scroll_into_view_if_needed()
     page.screenshot(path=str(path), animations="disabled")
 

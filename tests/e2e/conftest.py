@@ -45,6 +45,9 @@ def fast_bot_settings(**overrides: Any) -> BotSettings:
         "delivery_lease_seconds": 1.0,
         "delivery_max_attempts": 3,
         "delivery_retry_base_seconds": 0.1,
+        # A notice still rate limited after discord.py's retries comes back this soon (5 s in
+        # production): a long 429 storm takes several such rounds.
+        "delivery_rate_limited_seconds": 0.2,
         "anchor_wait_seconds": 1.0,
         "guild_ready_timeout": 0.05,
         # The emulator's fast config scales Discord's windows 100x down: 5,000 requests/s.

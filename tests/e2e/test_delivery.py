@@ -10,6 +10,8 @@ import sys
 import time
 from collections import Counter
 
+import asyncpg
+
 from bot.client import ErrandBot
 from discord_emulator import patched
 from discord_emulator import permissions as P
@@ -262,11 +264,18 @@ async def test_a_notice_still_rate_limited_after_discordpy_retries_is_never_dead
     )
     [notice] = await poll(lambda: errand.notices(thread), timeout=60)
     assert "**succeeded**" in notice.content
-    row = await errand.pool.fetchrow(
-        "SELECT o.* FROM outbox o JOIN job j ON j.id = o.job_id WHERE j.public_id = $1 "
-        "AND o.payload->>'to' = 'succeeded'",
-        job_id,
-    )
+
+    async def settled() -> asyncpg.Record | None:
+        # The notice shows in the thread a moment before delivery records it: wait for the
+        # row to be delivered or dead, then check which.
+        return await errand.pool.fetchrow(  # type: ignore[no-any-return]
+            "SELECT o.* FROM outbox o JOIN job j ON j.id = o.job_id WHERE j.public_id = $1 "
+            "AND o.payload->>'to' = 'succeeded' "
+            "AND (o.delivered_at IS NOT NULL OR o.dead_at IS NOT NULL)",
+            job_id,
+        )
+
+    row = await poll(settled)
     assert row["dead_at"] is None
     assert row["external_id"] == str(notice.id)
     limited = errand.emu.request_log(path_contains=f"/channels/{thread}/messages", status=429)

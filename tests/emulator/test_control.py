@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import time
 
 import aiohttp
 import discord
@@ -79,6 +80,26 @@ async def test_event_subscription_over_python_and_websocket(world: World) -> Non
     assert (await waiter).data["content"] == "edited"
     found = await emu.wait_for_message(world.channel, lambda m: m.content == "edited", timeout=1)
     assert found.id == msg.id
+
+
+async def test_stopping_closes_open_event_streams_at_once() -> None:
+    """An event stream still open (the sandbox's page) is closed as the emulator stops, with
+    "going away", instead of holding the stop for the server's shutdown timeout (1 s) and
+    then being cut."""
+    emu = await Emulator().start()
+    try:
+        async with aiohttp.ClientSession() as session:
+            ws = await session.ws_connect(f"{emu.base_url}/_emulator/events")
+            await asyncio.sleep(0.05)  # let the server register the stream
+            started = time.monotonic()
+            await emu.stop()
+            took = time.monotonic() - started
+            closing = await ws.receive(timeout=5)
+    finally:
+        await emu.stop()
+    assert closing.type == aiohttp.WSMsgType.CLOSE
+    assert closing.data == aiohttp.WSCloseCode.GOING_AWAY
+    assert took < 0.5
 
 
 def test_snowflakes_follow_the_virtual_clock(emu: Emulator) -> None:

@@ -217,6 +217,8 @@ def discord_env(emu: Emulator) -> dict[str, str]:
         "ERRAND_BOT_EDIT_INTERVAL_SECONDS": "0.1",
         "ERRAND_BOT_DELIVERY_POLL_SECONDS": "0.2",
         "ERRAND_BOT_DELIVERY_LEASE_SECONDS": "1",
+        # A delivery still rate limited after discord.py's retries comes back this soon (5 s).
+        "ERRAND_BOT_DELIVERY_RATE_LIMITED_SECONDS": "0.2",
         "ERRAND_BOT_GUILD_READY_TIMEOUT": "0.05",
         "ERRAND_BOT_REQUESTS_PER_SECOND": "2000",
     }

@@ -30,7 +30,10 @@ async def test_worker_metrics_match_the_jobs_it_ran(
     """After 20 noop successes, one demo failure and one sleep still running, the worker's
     /metrics shows exactly those numbers: jobs by state and kind, transitions, durations,
     start latencies, running attempts and the outbox backlog read from the database."""
-    worker = await spawn_worker()
+    # The sleep job still runs when the test ends: SIGTERM would give it the whole shutdown
+    # grace (10 s by default) to end on its own before releasing it. Nothing here is about
+    # shutdown, so the grace is short.
+    worker = await spawn_worker(ERRAND_WORKER_SHUTDOWN_GRACE_SECONDS="0.5")
 
     async def ready() -> bool:
         return (await http_get(worker.port, "/readyz"))[0] == 200
@@ -181,6 +184,9 @@ async def test_discord_and_delivery_counters_move_through_a_real_bot_process(
         ERRAND_BOT_DELIVERY_MAX_ATTEMPTS="2",
         ERRAND_BOT_DELIVERY_RETRY_BASE_SECONDS="0.1",
         ERRAND_BOT_ANCHOR_WAIT_SECONDS="0.3",
+        # The 600 s sleep job still runs when the test ends: a short shutdown grace, or
+        # SIGTERM waits the default 10 s for it before releasing it (not what this tests).
+        ERRAND_WORKER_SHUTDOWN_GRACE_SECONDS="0.5",
     )
 
     async def ready() -> bool:

@@ -11,6 +11,7 @@ import pytest
 
 from bot.sandbox import (
     GUILD_NAME,
+    HEARTBEAT_ENV,
     OPERATOR_ROLE,
     SandboxError,
     archive_threads,
@@ -18,6 +19,7 @@ from bot.sandbox import (
     example_catalog,
     exclusive,
     find_world,
+    heartbeat_interval_ms,
     sandbox_settings,
 )
 from discord_emulator import DM, FORUM, TEXT, Emulator
@@ -99,6 +101,19 @@ def test_settings_live_in_the_data_dir_and_the_example_catalog_is_used(
     assert catalog is not None
     assert catalog.name == "commands.toml"
     assert os.environ["ERRAND_COMMAND_CATALOG"] == str(catalog)
+
+
+def test_the_heartbeat_interval_is_discords_unless_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The local Discord says 41250 ms in its HELLO, as Discord does, unless told otherwise; a
+    value that is not a positive number of milliseconds stops the sandbox with the reason."""
+    monkeypatch.delenv(HEARTBEAT_ENV, raising=False)
+    assert heartbeat_interval_ms() == 41250
+    monkeypatch.setenv(HEARTBEAT_ENV, "11000")
+    assert heartbeat_interval_ms() == 11000
+    for bad in ("0", "-5", "fast", "1.5"):
+        monkeypatch.setenv(HEARTBEAT_ENV, bad)
+        with pytest.raises(SandboxError, match=HEARTBEAT_ENV):
+            heartbeat_interval_ms()
 
 
 def test_one_data_directory_runs_one_sandbox(tmp_path: Path) -> None:
