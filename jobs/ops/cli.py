@@ -11,6 +11,7 @@ handler runtime or the health server). Check with ``python -X importtime``.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import sys
@@ -401,6 +402,10 @@ def worker(
                     checks={"worker": worker_check(runner, stop)},
                 )
             async with health:
+                # What is loaded by now (modules, kinds, settings) lives as long as the process:
+                # keep it out of the collector's full passes, which would otherwise walk all of
+                # it and pause the event loop for milliseconds, in the middle of a claim.
+                gc.freeze()
                 await runner.run(stop, hard)
                 exit_if_abandoned(runner)
 
