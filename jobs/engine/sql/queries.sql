@@ -43,16 +43,17 @@ WITH input AS (
     FROM input
     ORDER BY idempotency_key
     ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-    RETURNING id, public_id, kind, origin <> '{}'::jsonb AS transported
+    RETURNING id, public_id, kind, origin <> '{}'::jsonb AS transported,
+              nextval('event_id_seq') AS event_id  -- drawn here: no join below (job_claim)
 ), ev AS (
-    INSERT INTO event (job_id, from_state, to_state, actor, reason)
-    SELECT id, NULL, 'queued', 'requester', 'submitted' FROM ins
-    RETURNING id, job_id
+    INSERT INTO event (id, job_id, from_state, to_state, actor, reason)
+    OVERRIDING SYSTEM VALUE
+    SELECT event_id, id, NULL, 'queued', 'requester', 'submitted' FROM ins
 ), ob AS (
     INSERT INTO outbox (job_id, event_id, topic, payload)
-    SELECT ins.id, ev.id, 'transition', '{"from": null, "to": "queued", "reason": "submitted"}'
-    FROM ins JOIN ev ON ev.job_id = ins.id
-    WHERE ins.transported
+    SELECT id, event_id, 'transition', '{"from": null, "to": "queued", "reason": "submitted"}'
+    FROM ins
+    WHERE transported
 )
 SELECT ins.public_id,
        (SELECT count(pg_notify('errand_job', k)) FROM (SELECT DISTINCT kind FROM ins) d(k))
@@ -75,16 +76,17 @@ WITH input AS (
            CASE WHEN deadline_seconds IS NULL THEN NULL
                 ELSE now() + make_interval(secs => deadline_seconds) END
     FROM input
-    RETURNING id, kind, origin <> '{}'::jsonb AS transported
+    RETURNING id, kind, origin <> '{}'::jsonb AS transported,
+              nextval('event_id_seq') AS event_id  -- drawn here: no join below (job_claim)
 ), ev AS (
-    INSERT INTO event (job_id, from_state, to_state, actor, reason)
-    SELECT id, NULL, 'queued', 'requester', 'submitted' FROM ins
-    RETURNING id, job_id
+    INSERT INTO event (id, job_id, from_state, to_state, actor, reason)
+    OVERRIDING SYSTEM VALUE
+    SELECT event_id, id, NULL, 'queued', 'requester', 'submitted' FROM ins
 ), ob AS (
     INSERT INTO outbox (job_id, event_id, topic, payload)
-    SELECT ins.id, ev.id, 'transition', '{"from": null, "to": "queued", "reason": "submitted"}'
-    FROM ins JOIN ev ON ev.job_id = ins.id
-    WHERE ins.transported
+    SELECT id, event_id, 'transition', '{"from": null, "to": "queued", "reason": "submitted"}'
+    FROM ins
+    WHERE transported
 )
 SELECT count(*) AS created,
        (SELECT count(pg_notify('errand_job', k)) FROM (SELECT DISTINCT kind FROM ins) d(k))
@@ -149,33 +151,36 @@ WITH picked AS (
     ORDER BY run_at, id
     LIMIT $3
     FOR UPDATE SKIP LOCKED
-), att AS (
-    INSERT INTO attempt (job_id, number, worker, lease_expires_at)
-    SELECT id, attempts + 1, $1, now() + make_interval(secs => $2) FROM picked
-    RETURNING id, job_id
 ), moved AS (
+    -- The attempt's and the event's ids are drawn here, so the rows below are written straight
+    -- from this one (no join between the statement's parts, which the planner, expecting a
+    -- row or two, does as nested loops: 100 x 100 rescans per claim of 100).
     UPDATE job j SET
         state = 'running',
         reason = NULL,
-        current_attempt_id = att.id,
+        current_attempt_id = nextval('attempt_id_seq'),
         attempts = j.attempts + 1,
         started_at = coalesce(j.started_at, now()),
         updated_at = now()
-    FROM att, picked p
-    WHERE j.id = att.job_id AND p.id = att.job_id
+    FROM picked p
+    WHERE j.id = p.id
     RETURNING j.id, j.public_id, j.kind, j.params, j.attempts, j.failures, j.max_attempts,
               j.deadline_at, j.checkpoint, j.current_attempt_id, j.origin, j.run_at,
-              p.state AS from_state
+              p.state AS from_state, nextval('event_id_seq') AS event_id
+), att AS (
+    INSERT INTO attempt (id, job_id, number, worker, lease_expires_at)
+    OVERRIDING SYSTEM VALUE
+    SELECT current_attempt_id, id, attempts, $1, now() + make_interval(secs => $2) FROM moved
 ), ev AS (
-    INSERT INTO event (job_id, from_state, to_state, actor, attempt_id, reason)
-    SELECT m.id, m.from_state, 'running', 'worker', m.current_attempt_id, NULL FROM moved m
-    RETURNING id, job_id
+    INSERT INTO event (id, job_id, from_state, to_state, actor, attempt_id, reason)
+    OVERRIDING SYSTEM VALUE
+    SELECT event_id, id, from_state, 'running', 'worker', current_attempt_id, NULL FROM moved
 ), ob AS (
     INSERT INTO outbox (job_id, event_id, topic, payload)
-    SELECT m.id, ev.id, 'transition',
-           jsonb_build_object('from', m.from_state, 'to', 'running', 'reason', NULL)
-    FROM moved m JOIN ev ON ev.job_id = m.id
-    WHERE m.origin <> '{}'::jsonb
+    SELECT id, event_id, 'transition',
+           jsonb_build_object('from', from_state, 'to', 'running', 'reason', NULL)
+    FROM moved
+    WHERE origin <> '{}'::jsonb
 )
 SELECT m.id, m.public_id, m.kind, m.params, m.attempts, m.failures, m.max_attempts,
        m.deadline_at, m.checkpoint, m.current_attempt_id, m.from_state,
@@ -242,9 +247,11 @@ WITH input AS (
         updated_at = now()
     FROM plan p
     WHERE j.id = p.id
+    -- The event's id is drawn here, so its outbox row is written straight from this row (no
+    -- join between the statement's parts, done as nested loops: see job_claim).
     RETURNING j.*, p.state AS from_state, p.current_attempt_id AS prev_attempt_id,
               p.attempt_id AS writer_attempt_id, p.outcome AS attempt_outcome,
-              p.error AS attempt_error
+              p.error AS attempt_error, nextval('event_id_seq') AS event_id
 ), ended AS (
     UPDATE attempt a SET ended_at = now(), outcome = m.attempt_outcome, error = m.attempt_error
     FROM moved m
@@ -255,11 +262,11 @@ WITH input AS (
     WHERE s.job_id = m.id AND s.attempt_id = m.prev_attempt_id AND s.ended_at IS NULL
       AND m.state <> ALL($17::job_state[])
 ), ev AS (
-    INSERT INTO event (job_id, from_state, to_state, actor, attempt_id, reason, data)
-    SELECT m.id, m.from_state, m.state, $9::job_actor,
+    INSERT INTO event (id, job_id, from_state, to_state, actor, attempt_id, reason, data)
+    OVERRIDING SYSTEM VALUE
+    SELECT m.event_id, m.id, m.from_state, m.state, $9::job_actor,
            coalesce(m.writer_attempt_id, m.prev_attempt_id), m.reason, $15::jsonb
     FROM moved m
-    RETURNING id, job_id
 ), ignored AS (
     -- A write from an attempt that lost its lease, or after the job ended: kept as evidence,
     -- with the result or error it carried ("left behind"), and it changes nothing else.
@@ -273,9 +280,9 @@ WITH input AS (
     WHERE $10::text = 'attempt' AND NOT EXISTS (SELECT 1 FROM plan p WHERE p.id = c.id)
 ), ob AS (
     INSERT INTO outbox (job_id, event_id, topic, payload)
-    SELECT m.id, ev.id, 'transition',
+    SELECT m.id, m.event_id, 'transition',
            jsonb_build_object('from', m.from_state, 'to', m.state, 'reason', m.reason)
-    FROM moved m JOIN ev ON ev.job_id = m.id
+    FROM moved m
     WHERE m.origin <> '{}'::jsonb
 )
 SELECT c.id, c.state AS from_state, m.state AS to_state, m.public_id, m.kind, m.params,
