@@ -163,7 +163,9 @@ WITH picked AS (
         started_at = coalesce(j.started_at, now()),
         updated_at = now()
     FROM picked p
-    WHERE j.id = p.id
+    -- The id list makes the job rows reachable by primary key: joined on p.id alone, the
+    -- planner (pricing index reads as disk reads) scans the whole table once it has statistics.
+    WHERE j.id = p.id AND j.id = ANY(ARRAY(SELECT id FROM picked))
     RETURNING j.id, j.public_id, j.kind, j.params, j.attempts, j.failures, j.max_attempts,
               j.deadline_at, j.checkpoint, j.current_attempt_id, j.origin, j.run_at,
               p.state AS from_state, nextval('event_id_seq') AS event_id
