@@ -409,3 +409,32 @@ async def test_batched_finish_locks_its_jobs_in_id_order(pool: asyncpg.Pool) -> 
         await tx.commit()
         moved = await asyncio.wait_for(batch, 10)
     assert sorted(m.target for m in moved if m.target) == ["failed", "succeeded"]
+
+
+async def test_a_one_statement_finish_batch_locks_its_jobs_in_id_order(pool: asyncpg.Pool) -> None:
+    """The usual batch (every end the same outcome) is one statement that locks each job as it
+    reads it: listed high id first, it still locks the low one first, so it never deadlocks
+    with a writer that locks the same jobs in id order."""
+    store = JobStore(pool, registry_of(noop=noop))
+    for _ in range(2):
+        await store.submit("noop", {}, requester="t")
+    low, high = sorted(await store.claim("w1", limit=2, lease_seconds=30), key=lambda c: c.job_id)
+    async with pool.acquire() as other:
+        tx = other.transaction()
+        await tx.start()
+        await other.execute("SELECT 1 FROM job WHERE id = $1 FOR UPDATE", low.job_id)
+        batch = asyncio.ensure_future(
+            store.finish(
+                [
+                    Finish(high.job_id, high.attempt_id, "succeeded", result={}),
+                    Finish(low.job_id, low.attempt_id, "succeeded", result={}),
+                ]
+            )
+        )
+        await asyncio.sleep(0.3)  # the batch now waits for the low job, holding nothing
+        await asyncio.wait_for(
+            other.execute("SELECT 1 FROM job WHERE id = $1 FOR UPDATE", high.job_id), 5
+        )
+        await tx.commit()
+        moved = await asyncio.wait_for(batch, 10)
+    assert [m.target for m in moved] == ["succeeded", "succeeded"]

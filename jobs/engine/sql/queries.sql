@@ -210,14 +210,21 @@ WITH input AS (
     SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::jsonb[], $5::jsonb[],
                          $6::timestamptz[])
         AS t(job_id, attempt_id, reason, result, error, run_at)
+    -- In id order: cur locks each job as it reads it, so every batch locks in one order and
+    -- two batches that share jobs wait for each other instead of deadlocking.
+    ORDER BY job_id
 ), moves AS (
     SELECT * FROM unnest($7::job_state[], $8::job_state[], $11::text[], $12::text[],
                          $19::boolean[])
         AS m(from_state, to_state, reason, outcome, charge)
 ), cur AS (
+    -- Each job by primary key, locked as it is read, in input's (id) order. The OFFSET keeps
+    -- the planner from turning this into a hash join over the whole table, its choice at a
+    -- few thousand rows (it prices index reads as disk reads).
     SELECT j.id, j.state, j.current_attempt_id, j.reason AS old_reason,
            i.attempt_id, i.reason, i.result, i.error, i.run_at
-    FROM job j JOIN input i ON i.job_id = j.id
+    FROM input i
+    CROSS JOIN LATERAL (SELECT * FROM job WHERE job.id = i.job_id OFFSET 0) j
     ORDER BY j.id
     FOR UPDATE OF j
 ), plan AS (
