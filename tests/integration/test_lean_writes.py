@@ -8,7 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import asyncpg
+import pytest
 
+import jobs.runtime.worker as worker_module
 from jobs.engine.admin import prune_batch
 from jobs.engine.state import TERMINAL
 from jobs.engine.store import JobStore, Submission
@@ -81,21 +83,33 @@ async def test_every_attempt_event_and_notice_belongs_to_a_job_after_a_mixed_wor
     assert left["attempts_of_deleted"] == 0
 
 
-async def test_a_worker_with_a_backlog_has_the_job_table_analyzed(
-    store: JobStore, registry: Registry, db_dsn: str, pool: asyncpg.Pool, tmp_path: Path
+async def test_a_worker_has_the_job_table_analyzed_at_start_and_when_a_backlog_outgrows_it(
+    store: JobStore,
+    registry: Registry,
+    db_dsn: str,
+    pool: asyncpg.Pool,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A fresh database's job table has never been analyzed; a backlog of 3,000 jobs makes the
-    worker's claims come back full, and the worker has it analyzed (once: the statistics then
-    know the backlog). Afterwards the claim's plan reads the claim index in order."""
-    assert await pool.fetchval(
-        "SELECT last_analyze IS NULL AND last_autoanalyze IS NULL"
-        " FROM pg_stat_user_tables WHERE relname = 'job'"
-    )
+    """A fresh database's job table has never been analyzed: a worker starting on a backlog of
+    3,000 jobs has it analyzed before its first claim. A backlog that arrives while it runs
+    (statistics of an empty table, then 2,000 sleeping jobs) makes its claims come back full,
+    and it has the table analyzed again. Afterwards the claim reads the claim index in order."""
+    monkeypatch.setattr(worker_module, "STATISTICS_CHECK_SECONDS", 0.2)
+    assert await _analyses(pool) == 0
     made = await store.submit_many([Submission("noop", {}, "r") for _ in range(3000)])
     async with running_worker(store, registry, db_dsn, tmp_path):
-        await wait_until(lambda: _analyzed(pool), within=30)
+        assert await _analyses(pool) == 1  # before the worker was ready
         await wait_for(store, made[-1][0], {"succeeded"}, within=60)
     assert await store.refresh_statistics() is False  # fresh statistics: nothing to do
+
+    await pool.execute("DELETE FROM job")
+    await pool.execute("ANALYZE job")  # the statistics of an empty table
+    async with running_worker(store, registry, db_dsn, tmp_path):
+        assert await _analyses(pool) == 2  # fresh at start: not analyzed again
+        await store.submit_many([Submission("sleep", {"seconds": 0.1}, "r") for _ in range(2000)])
+        await wait_until(lambda: _analyses_reach(pool, 3), within=30)
+
     # With the statistics of a backlog, the claim reads the first due jobs off job_claimable.
     await store.submit_many([Submission("noop", {}, "r") for _ in range(3000)])
     await pool.execute("ANALYZE job")
@@ -105,9 +119,12 @@ async def test_a_worker_with_a_backlog_has_the_job_table_analyzed(
     assert "Index Scan using job_claimable" in plan, plan
 
 
-async def _analyzed(pool: asyncpg.Pool) -> bool:
-    return bool(
-        await pool.fetchval(
-            "SELECT last_analyze IS NOT NULL FROM pg_stat_user_tables WHERE relname = 'job'"
-        )
+async def _analyses(pool: asyncpg.Pool) -> int:
+    """How many times the job table was analyzed by a statement (not by autovacuum)."""
+    return int(
+        await pool.fetchval("SELECT analyze_count FROM pg_stat_user_tables WHERE relname = 'job'")
     )
+
+
+async def _analyses_reach(pool: asyncpg.Pool, n: int) -> bool:
+    return await _analyses(pool) >= n
