@@ -9,7 +9,7 @@ import asyncpg
 import pytest
 
 import tests.kinds_for_tests  # noqa: F401  (registers crashy, a kind whose crashes count)
-from jobs.engine.model import Claim
+from jobs.engine.model import Claim, Moved
 from jobs.engine.state import Actor, State
 from jobs.engine.store import COMPLETED_DESPITE_CANCEL, Finish, JobStore
 from jobs.errors import IllegalTransition, InvalidParams, NotAllowed, StaleTransition, UnknownKind
@@ -385,56 +385,44 @@ async def test_errors_are_stored_redacted(store: JobStore, pool: asyncpg.Pool) -
     assert "hunter2" not in stored
 
 
-async def test_batched_finish_locks_its_jobs_in_id_order(pool: asyncpg.Pool) -> None:
-    """A finish batch with outcomes of several kinds never deadlocks with a writer that locks
-    the same jobs in id order (as every transition does)."""
+async def _finish_while_the_low_job_is_held(
+    pool: asyncpg.Pool, outcomes: tuple[str, str]
+) -> list[Moved]:
+    """Claim two jobs; in another transaction lock the low one, start a finish batch that lists
+    the high job first (``outcomes``: high's, low's), then lock the high one too. A batch that
+    locks in id order waits for the low job holding nothing, so this never deadlocks."""
     store = JobStore(pool, registry_of(noop=noop))
     for _ in range(2):
         await store.submit("noop", {}, requester="t")
     low, high = sorted(await store.claim("w1", limit=2, lease_seconds=30), key=lambda c: c.job_id)
+
+    def end(claim: Claim, outcome: str) -> Finish:
+        if outcome == "succeeded":
+            return Finish(claim.job_id, claim.attempt_id, "succeeded", result={})
+        return Finish(claim.job_id, claim.attempt_id, "failed", reason="x")
+
     async with pool.acquire() as other:
         tx = other.transaction()
         await tx.start()
         await other.execute("SELECT 1 FROM job WHERE id = $1 FOR UPDATE", low.job_id)
-        batch = asyncio.ensure_future(
-            store.finish(
-                [
-                    Finish(high.job_id, high.attempt_id, "succeeded", result={}),
-                    Finish(low.job_id, low.attempt_id, "failed", reason="x"),
-                ]
-            )
-        )
+        batch = asyncio.ensure_future(store.finish([end(high, outcomes[0]), end(low, outcomes[1])]))
         await asyncio.sleep(0.3)  # the batch now waits for the low job
-        await other.execute("SELECT 1 FROM job WHERE id = $1 FOR UPDATE", high.job_id)
+        await asyncio.wait_for(
+            other.execute("SELECT 1 FROM job WHERE id = $1 FOR UPDATE", high.job_id), 5
+        )
         await tx.commit()
-        moved = await asyncio.wait_for(batch, 10)
+        return await asyncio.wait_for(batch, 10)
+
+
+async def test_batched_finish_locks_its_jobs_in_id_order(pool: asyncpg.Pool) -> None:
+    """A finish batch with outcomes of several kinds never deadlocks with a writer that locks
+    the same jobs in id order (as every transition does)."""
+    moved = await _finish_while_the_low_job_is_held(pool, ("succeeded", "failed"))
     assert sorted(m.target for m in moved if m.target) == ["failed", "succeeded"]
 
 
 async def test_a_one_statement_finish_batch_locks_its_jobs_in_id_order(pool: asyncpg.Pool) -> None:
     """The usual batch (every end the same outcome) is one statement that locks each job as it
-    reads it: listed high id first, it still locks the low one first, so it never deadlocks
-    with a writer that locks the same jobs in id order."""
-    store = JobStore(pool, registry_of(noop=noop))
-    for _ in range(2):
-        await store.submit("noop", {}, requester="t")
-    low, high = sorted(await store.claim("w1", limit=2, lease_seconds=30), key=lambda c: c.job_id)
-    async with pool.acquire() as other:
-        tx = other.transaction()
-        await tx.start()
-        await other.execute("SELECT 1 FROM job WHERE id = $1 FOR UPDATE", low.job_id)
-        batch = asyncio.ensure_future(
-            store.finish(
-                [
-                    Finish(high.job_id, high.attempt_id, "succeeded", result={}),
-                    Finish(low.job_id, low.attempt_id, "succeeded", result={}),
-                ]
-            )
-        )
-        await asyncio.sleep(0.3)  # the batch now waits for the low job, holding nothing
-        await asyncio.wait_for(
-            other.execute("SELECT 1 FROM job WHERE id = $1 FOR UPDATE", high.job_id), 5
-        )
-        await tx.commit()
-        moved = await asyncio.wait_for(batch, 10)
+    reads it: listed high id first, it still locks the low one first."""
+    moved = await _finish_while_the_low_job_is_held(pool, ("succeeded", "succeeded"))
     assert [m.target for m in moved] == ["succeeded", "succeeded"]
