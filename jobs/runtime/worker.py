@@ -117,7 +117,7 @@ class Worker:
         self.abandoned: list[str] = []
         """Public ids of jobs a hard stop left running (their leases expire; the reaper acts)."""
         self._statistics_checked = -STATISTICS_CHECK_SECONDS
-        self._background: set[asyncio.Task[None]] = set()
+        self._statistics: asyncio.Task[None] | None = None  # a background refresh, if any
         self.ready = asyncio.Event()
         """Set once the worker listens and is claiming."""
 
@@ -126,7 +126,10 @@ class Worker:
     async def run(self, stop: asyncio.Event, hard_stop: asyncio.Event | None = None) -> None:
         """Run until ``stop`` is set, then shut down gracefully (``hard_stop`` cuts it short)."""
         log.info("worker.started", worker=self.name, concurrency=self.settings.concurrency)
-        await self._statistics_at_start()
+        # A worker that starts on a backlog its table's statistics do not know of (a deploy after
+        # a burst) has them refreshed before its first claim, so even that one reads the claim
+        # index instead of sorting the backlog; bounded, so an outage only delays the start.
+        await self._refresh_statistics(within=STATISTICS_START_WAIT)
         listening = asyncio.Event()
         loops = [
             asyncio.create_task(
@@ -146,9 +149,10 @@ class Worker:
             await supervise(loops, stop)
             await self._shutdown(hard_stop or asyncio.Event())
         finally:
-            for task in (*loops, *self._background):
+            background = [*loops, *([self._statistics] if self._statistics else [])]
+            for task in background:
                 task.cancel()
-            await asyncio.gather(*loops, *self._background, return_exceptions=True)
+            await asyncio.gather(*background, return_exceptions=True)
             if self._flushing is not None and not self._flushing.done():
                 await asyncio.gather(self._flushing, return_exceptions=True)
             if self._finished:
@@ -326,34 +330,25 @@ class Worker:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=self.settings.poll_seconds)
 
-    async def _statistics_at_start(self) -> None:
-        """Before the first claim: a worker that starts on a backlog its table's statistics do
-        not know of (a deploy after a burst) has them refreshed first, so even its first
-        claims read the claim index instead of sorting the backlog. Bounded: a slow ANALYZE or
-        an outage only delays the start a little; the claim loop checks again later."""
+    async def _refresh_statistics(self, within: float | None = None) -> None:
+        """Have the job table analyzed when its statistics miss a backlog
+        (``JobStore.refresh_statistics``). Never raises: a slow ANALYZE (past ``within``) or an
+        outage is logged, and the claim loop checks again later."""
         try:
-            if await asyncio.wait_for(self.store.refresh_statistics(), STATISTICS_START_WAIT):
+            if await asyncio.wait_for(self.store.refresh_statistics(), within):
                 log.info("worker.analyzed_job_table")
         except _STATISTICS_ERRORS as exc:
             log.warning("worker.analyze_failed", error=f"{type(exc).__name__}: {exc}"[:300])
 
     def _check_statistics(self) -> None:
-        """In the background, at most every :data:`STATISTICS_CHECK_SECONDS`: have the job
-        table analyzed when its statistics miss the backlog (``JobStore.refresh_statistics``)."""
+        """In the background, at most every :data:`STATISTICS_CHECK_SECONDS`:
+        :meth:`_refresh_statistics` while the claims come back full."""
         now = time.monotonic()
         if now - self._statistics_checked < STATISTICS_CHECK_SECONDS:
             return
         self._statistics_checked = now
-
-        async def check() -> None:
-            try:
-                if await self.store.refresh_statistics():
-                    log.info("worker.analyzed_job_table")
-            except _REAPER_ERRORS as exc:  # next time, then
-                log.warning("worker.analyze_failed", error=str(exc))
-
-        self._background.add(task := asyncio.create_task(check(), name="statistics"))
-        task.add_done_callback(self._background.discard)
+        if self._statistics is None or self._statistics.done():
+            self._statistics = asyncio.create_task(self._refresh_statistics(), name="statistics")
 
     async def _heartbeat_loop(self) -> None:
         while True:

@@ -27,10 +27,6 @@ SELECT (SELECT count(*) FROM attempt a WHERE NOT EXISTS (SELECT 1 FROM job j WHE
 """
 
 
-async def _async(value: bool) -> bool:
-    return value
-
-
 async def test_every_attempt_event_and_notice_belongs_to_a_job_after_a_mixed_workload(
     store: JobStore, registry: Registry, db_dsn: str, pool: asyncpg.Pool, tmp_path: Path
 ) -> None:

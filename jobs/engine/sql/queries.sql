@@ -27,7 +27,8 @@ SELECT ins.*, pg_notify('errand_job', ins.kind)::text AS _notified FROM ins;
 -- Create many jobs at once (unnest arrays; params and origin as JSON text), each with its
 -- creation event and, when it has an origin, its outbox row, skipping rows whose idempotency key
 -- exists; one NOTIFY per kind. Rows are inserted in idempotency-key order, so concurrent batches
--- that share keys wait for each other in one order and never deadlock.
+-- that share keys wait for each other in one order and never deadlock. A batch without keys runs
+-- it without the ORDER BY and ON CONFLICT lines and returns only a count (jobs/engine/store.py).
 WITH input AS (
     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
                          $6::text[], $7::text[], $8::int[], $9::float8[])
@@ -56,39 +57,6 @@ WITH input AS (
     WHERE transported
 )
 SELECT ins.public_id,
-       (SELECT count(pg_notify('errand_job', k)) FROM (SELECT DISTINCT kind FROM ins) d(k))
-           AS _notified
-FROM ins;
-
--- name: job_insert_many_unkeyed
--- job_insert_many for a batch in which no row has an idempotency key: no key order to keep, no
--- ON CONFLICT (its speculative insertion costs each row an extra WAL record), and every row is
--- created, so only the count comes back.
-WITH input AS (
-    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
-                         $6::text[], $7::text[], $8::int[], $9::float8[])
-        AS t(public_id, kind, params, requester, origin, origin_group, idempotency_key,
-             max_attempts, deadline_seconds)
-), ins AS (
-    INSERT INTO job (public_id, kind, params, requester, origin, origin_group, max_attempts,
-                     deadline_at)
-    SELECT public_id, kind, params::jsonb, requester, origin::jsonb, origin_group, max_attempts,
-           CASE WHEN deadline_seconds IS NULL THEN NULL
-                ELSE now() + make_interval(secs => deadline_seconds) END
-    FROM input
-    RETURNING id, kind, origin <> '{}'::jsonb AS transported,
-              nextval('event_id_seq') AS event_id  -- drawn here: no join below (job_claim)
-), ev AS (
-    INSERT INTO event (id, job_id, from_state, to_state, actor, reason)
-    OVERRIDING SYSTEM VALUE
-    SELECT event_id, id, NULL, 'queued', 'requester', 'submitted' FROM ins
-), ob AS (
-    INSERT INTO outbox (job_id, event_id, topic, payload)
-    SELECT id, event_id, 'transition', '{"from": null, "to": "queued", "reason": "submitted"}'
-    FROM ins
-    WHERE transported
-)
-SELECT count(*) AS created,
        (SELECT count(pg_notify('errand_job', k)) FROM (SELECT DISTINCT kind FROM ins) d(k))
            AS _notified
 FROM ins;
