@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -113,15 +114,33 @@ class Sandbox:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
 
-@pytest.fixture
-def sandbox(tmp_path: Path, data_root: Path) -> Iterator[Sandbox]:
-    box = Sandbox(data_root / "data", free_port(), tmp_path / "sandbox.log")
+@contextmanager
+def running_sandbox(
+    tmp_path: Path, data_root: Path, env: dict[str, str] | None = None
+) -> Iterator[Sandbox]:
+    """A started sandbox (extra ``env`` for its process), stopped at the end of the block."""
+    box = Sandbox(data_root / "data", free_port(), tmp_path / "sandbox.log", env=env)
     box.start()
     try:
         yield box
     finally:
         if box.process is not None:
             box.stop()
+
+
+# The test kinds (``effect_probe`` does one blind effect), and a short shutdown grace: a restart
+# stops a job held in its blind effect, which will not end on its own, so the grace (3 s in a
+# sandbox) only delays the stop that makes it unknown.
+PROBE_ENV = {
+    "ERRAND_EXTRA_KINDS": "tests.kinds_for_tests",
+    "ERRAND_WORKER_SHUTDOWN_GRACE_SECONDS": "0.5",
+}
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path, data_root: Path) -> Iterator[Sandbox]:
+    with running_sandbox(tmp_path, data_root) as box:
+        yield box
 
 
 @pytest.fixture

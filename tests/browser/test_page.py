@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
-from .conftest import Sandbox, free_port
+from .conftest import PROBE_ENV, Sandbox, running_sandbox
 from .test_sandbox import WAIT_MS, open_page, open_thread, states_of, summon
 
 # Every visible element that takes part in the layout; pairs that are not nested must not
@@ -286,23 +286,8 @@ def test_reload_keeps_the_open_thread_and_the_newest_message_in_view(
 @pytest.fixture
 def probe_sandbox(tmp_path: Path, data_root: Path) -> Iterator[Sandbox]:
     """A sandbox that also runs the test kinds (``effect_probe`` does one blind effect)."""
-    box = Sandbox(
-        data_root / "data",
-        free_port(),
-        tmp_path / "sandbox.log",
-        env={
-            "ERRAND_EXTRA_KINDS": "tests.kinds_for_tests",
-            # The restart stops a job held in its blind effect: it will not end on its own, so
-            # the shutdown grace (3 s in a sandbox) only delays the stop that makes it unknown.
-            "ERRAND_WORKER_SHUTDOWN_GRACE_SECONDS": "0.5",
-        },
-    )
-    box.start()
-    try:
+    with running_sandbox(tmp_path, data_root, PROBE_ENV) as box:
         yield box
-    finally:
-        if box.process is not None:
-            box.stop()
 
 
 def test_the_operator_resolves_an_unknown_job(

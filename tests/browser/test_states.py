@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from .conftest import Sandbox, free_port
+from .conftest import PROBE_ENV, Sandbox, running_sandbox
 from .test_sandbox import WAIT_MS, open_page, open_thread, summon
 
 
@@ -19,24 +19,10 @@ from .test_sandbox import WAIT_MS, open_page, open_thread, summon
 def one_at_a_time(tmp_path: Path, data_root: Path) -> Iterator[Sandbox]:
     """A sandbox whose worker runs one job at a time (so a second one waits, queued), with the
     test kinds loaded (``effect_probe``)."""
-    box = Sandbox(
-        data_root / "data",
-        free_port(),
-        tmp_path / "sandbox.log",
-        env={
-            "ERRAND_WORKER_CONCURRENCY": "1",
-            "ERRAND_EXTRA_KINDS": "tests.kinds_for_tests",
-            # The restart stops a job held in its blind effect: it will not end on its own, so
-            # the shutdown grace (3 s in a sandbox) only delays the stop that makes it unknown.
-            "ERRAND_WORKER_SHUTDOWN_GRACE_SECONDS": "0.5",
-        },
-    )
-    box.start()
-    try:
+    with running_sandbox(
+        tmp_path, data_root, {**PROBE_ENV, "ERRAND_WORKER_CONCURRENCY": "1"}
+    ) as box:
         yield box
-    finally:
-        if box.process is not None:
-            box.stop()
 
 
 def shoot(page: Page, progress: Locator, path: Path) -> None:
