@@ -366,7 +366,7 @@ async def bulk_server_ms(server: str, n: int) -> float:
     the server alone spends on the jobs, events and outbox rows, before any client work."""
     from jobs.engine.db import init_connection
     from jobs.engine.ids import new_public_ids
-    from jobs.engine.store import _insert_many_without_keys
+    from jobs.engine.store import _bulk_arguments, _insert_many_without_keys
 
     dsn = await fresh_db(server, "bench_bulk_plan")
     conn = await asyncpg.connect(dsn)
@@ -375,18 +375,19 @@ async def bulk_server_ms(server: str, n: int) -> float:
         sql = _insert_many_without_keys()
         origin = json.dumps(ORIGIN)
 
-        def args(k: int) -> tuple[list[Any], ...]:
-            return (
-                new_public_ids(k),
-                ["bench_count"] * k,
-                ["{}"] * k,
-                ["bench"] * k,
-                [origin] * k,
-                [None] * k,
-                [None] * k,
-                [1] * k,
-                [None] * k,
-            )
+        def args(k: int) -> list[Any]:
+            # What submit_many sends for this batch (one kind, requester and origin).
+            columns: list[list[Any]] = [
+                ["bench_count"],
+                ["{}"],
+                ["bench"],
+                [origin],
+                [None],
+                [None],
+                [1],
+                [None],
+            ]
+            return _bulk_arguments(new_public_ids(k), [c * k for c in columns])
 
         await conn.fetchval(sql, *args(10))
         rolled_back = conn.transaction()

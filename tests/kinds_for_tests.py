@@ -64,6 +64,12 @@ def _spin(seconds: float) -> int:
     return n
 
 
+@kind("deadlined", params=BusyParams, deadline_seconds=3600.0)
+async def deadlined(ctx: Context, params: BusyParams) -> None:
+    """A job that must end within an hour of its submit (bulk submit's per-row columns)."""
+    await asyncio.sleep(params.seconds)
+
+
 @kind("busy", params=BusyParams)
 async def busy(ctx: Context, params: BusyParams) -> dict[str, Any]:
     """CPU-heavy work done the right way: in a thread, off the event loop."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import asyncpg
@@ -128,6 +129,51 @@ async def test_concurrent_duplicate_bulk_submits_stay_idempotent(
         if r["idempotency_key"]
     }
     assert stored == {k: next(iter(ids)) for k, ids in by_key.items()}
+
+
+async def test_a_bulk_submit_stores_each_rows_own_values_whether_a_column_varies_or_repeats(
+    store: JobStore, registry: Registry, pool: asyncpg.Pool
+) -> None:
+    """A column every row shares is sent once, a column that varies per row: either way each
+    job keeps its own kind, params, requester, origin, group, key, attempts and deadline, with
+    and without idempotency keys in the batch."""
+    shared = [Submission("noop", {}, "t", ORIGIN, "g") for _ in range(3)]
+    varied = [
+        Submission("noop", {}, "ann", None),
+        Submission("busy", {"seconds": 2.5}, "bob", {"transport": "x", "n": 1}, "g1"),
+        Submission("deadlined", {"seconds": 1}, "ann", ORIGIN, "g2"),
+        Submission("crashy", {}, "cy", {"transport": "y"}),
+    ]
+    keyed = [
+        replace(sub, idempotency_key=key)
+        for sub, key in zip(varied, ["key-a", None, "key-c", "key-d"], strict=True)
+    ]
+    for batch in (shared, varied, keyed):
+        answer = await store.submit_many(batch)
+        assert [created for _, created in answer] == [True] * len(batch)
+        for sub, (public_id, _) in zip(batch, answer, strict=True):
+            spec = registry.get(sub.kind)
+            job = await pool.fetchrow(
+                "SELECT j.*, extract(epoch FROM j.deadline_at - j.created_at) AS within,"
+                " (SELECT count(*) FROM outbox o WHERE o.job_id = j.id) AS notices"
+                " FROM job j WHERE public_id = $1",
+                public_id,
+            )
+            assert job is not None
+            assert (job["kind"], job["params"], job["requester"]) == (
+                sub.kind,
+                spec.validate(sub.params),
+                sub.requester,
+            )
+            assert (job["origin"], job["origin_group"], job["idempotency_key"]) == (
+                sub.origin or {},
+                sub.origin_group,
+                sub.idempotency_key,
+            )
+            assert job["max_attempts"] == spec.max_attempts
+            assert job["within"] == spec.deadline_seconds  # None: no deadline
+            assert job["notices"] == (1 if sub.origin else 0)
+    assert [spec.max_attempts for spec in map(registry.get, ("noop", "busy"))] == [3, 1]
 
 
 async def test_a_bulk_submit_with_one_bad_row_creates_nothing(

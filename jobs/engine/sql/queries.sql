@@ -26,18 +26,36 @@ SELECT ins.*, pg_notify('errand_job', ins.kind)::text AS _notified FROM ins;
 -- name: job_insert_many
 -- Create many jobs at once (unnest arrays; params and origin as JSON text), each with its
 -- creation event and, when it has an origin, its outbox row, skipping rows whose idempotency key
--- exists; one NOTIFY per kind. Rows are inserted in idempotency-key order, so concurrent batches
--- that share keys wait for each other in one order and never deadlock. A batch without keys runs
--- it without the ORDER BY and ON CONFLICT lines and returns only a count (jobs/engine/store.py).
-WITH input AS (
-    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
-                         $6::text[], $7::text[], $8::int[], $9::float8[])
-        AS t(public_id, kind, params, requester, origin, origin_group, idempotency_key,
-             max_attempts, deadline_seconds)
+-- exists; one NOTIFY per kind. Every column but the public id comes either as an array (a value
+-- per row) or, when all rows share one value, as that value ($10-$17) with a NULL array: a batch
+-- of one kind for one requester then sends, and the server parses, its kind, params and origin
+-- once instead of once per row (jobs/engine/store.py, _bulk_arguments). Rows are inserted in
+-- idempotency-key order, so concurrent batches that share keys wait for each other in one order
+-- and never deadlock. A batch without keys runs it without the ORDER BY and ON CONFLICT lines
+-- and returns only a count (jobs/engine/store.py).
+WITH shared AS MATERIALIZED (
+    SELECT $10::text AS kind, $11::text::jsonb AS params, $12::text AS requester,
+           $13::text::jsonb AS origin, $14::text AS origin_group, $15::text AS idempotency_key,
+           $16::int AS max_attempts, $17::float8 AS deadline_seconds
+), input AS (
+    SELECT t.public_id,
+           coalesce(t.kind, s.kind) AS kind,
+           coalesce(t.params::jsonb, s.params) AS params,
+           coalesce(t.requester, s.requester) AS requester,
+           coalesce(t.origin::jsonb, s.origin) AS origin,
+           coalesce(t.origin_group, s.origin_group) AS origin_group,
+           coalesce(t.idempotency_key, s.idempotency_key) AS idempotency_key,
+           coalesce(t.max_attempts, s.max_attempts) AS max_attempts,
+           coalesce(t.deadline_seconds, s.deadline_seconds) AS deadline_seconds
+    FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
+                $6::text[], $7::text[], $8::int[], $9::float8[])
+             AS t(public_id, kind, params, requester, origin, origin_group, idempotency_key,
+                  max_attempts, deadline_seconds)
+         CROSS JOIN shared s
 ), ins AS (
     INSERT INTO job (public_id, kind, params, requester, origin, origin_group, idempotency_key,
                      max_attempts, deadline_at)
-    SELECT public_id, kind, params::jsonb, requester, origin::jsonb, origin_group,
+    SELECT public_id, kind, params, requester, origin, origin_group,
            idempotency_key, max_attempts,
            CASE WHEN deadline_seconds IS NULL THEN NULL
                 ELSE now() + make_interval(secs => deadline_seconds) END
