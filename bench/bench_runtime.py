@@ -19,6 +19,7 @@ from pathlib import Path
 
 from bench.common import fresh_db, server_dsn
 from jobs.engine.db import create_pool
+from jobs.engine.model import Verdict
 from jobs.engine.store import JobStore
 from jobs.kinds import default_registry
 from jobs.runtime.budget import Budget
@@ -35,7 +36,7 @@ class CountingStore(JobStore):
 
     async def heartbeat(
         self, worker: str, lease_seconds: float, attempt_ids: Sequence[int]
-    ) -> dict[int, str]:
+    ) -> dict[int, Verdict]:
         self.heartbeats += 1
         return await super().heartbeat(worker, lease_seconds, attempt_ids)
 
