@@ -388,6 +388,9 @@ class JobStore:
         # A batch usually shares one origin object across its rows: each distinct object is
         # checked and written as JSON once (the rows keep them alive, so their ids hold).
         origins = _JsonTexts("origin")
+        # Likewise each kind checks and validates each distinct params object, and empty
+        # params, once per batch (10,000 rows of one kind: 12 ms of pydantic down to nothing).
+        validated: dict[tuple[str, int | None], dict[str, Any]] = {}
         for n, sub in enumerate(submissions):
             try:
                 # The same limits as submit, per row.
@@ -397,11 +400,15 @@ class JobStore:
                     limits.text("idempotency key", sub.idempotency_key)
                 if sub.origin_group is not None:
                     limits.text("origin group", sub.origin_group)
-                if sub.params:
-                    limits.json_value("params", sub.params)
                 origins.check(sub.origin)
                 spec = self.registry.get(sub.kind)
-                cleaned.append(spec.validate(sub.params))
+                seen = (sub.kind, id(sub.params) if sub.params else None)
+                clean = validated.get(seen)
+                if clean is None:
+                    if sub.params:
+                        limits.json_value("params", sub.params)
+                    clean = validated[seen] = spec.validate(sub.params)
+                cleaned.append(clean)
             except ErrandError as exc:
                 exc.args = (f"row {n}: {exc}",)  # same type, the row named in the message
                 raise

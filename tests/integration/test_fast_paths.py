@@ -138,10 +138,13 @@ async def test_a_bulk_submit_stores_each_rows_own_values_whether_a_column_varies
     job keeps its own kind, params, requester, origin, group, key, attempts and deadline, with
     and without idempotency keys in the batch."""
     shared = [Submission("noop", {}, "t", ORIGIN, "g") for _ in range(3)]
+    # Params are validated once per kind and params object: one object shared by two kinds,
+    # and empty params of two kinds whose models differ, are each validated by their own kind.
+    seconds = {"seconds": 2}
     varied = [
         Submission("noop", {}, "ann", None),
-        Submission("busy", {"seconds": 2.5}, "bob", {"transport": "x", "n": 1}, "g1"),
-        Submission("deadlined", {"seconds": 1}, "ann", ORIGIN, "g2"),
+        Submission("busy", seconds, "bob", {"transport": "x", "n": 1}, "g1"),
+        Submission("deadlined", seconds, "ann", ORIGIN, "g2"),
         Submission("crashy", {}, "cy", {"transport": "y"}),
     ]
     keyed = [

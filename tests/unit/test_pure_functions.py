@@ -1,15 +1,17 @@
 """The pure functions under the engine and the operator CLI: duration parsing, budget
-tightening, the backoff formula and the named-query loader."""
+tightening, the backoff formula, the named-query loader and public ids."""
 
 from __future__ import annotations
 
 import random
+from collections import Counter
 from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from jobs.engine import ids
 from jobs.engine.outbox import retry_delay
 from jobs.engine.queries import load_named, queries
 from jobs.ops.inspect import parse_duration
@@ -147,3 +149,23 @@ def test_the_engine_queries_load_and_none_is_empty() -> None:
     loaded = queries()
     assert {"job_transition", "step_start", "metrics_outbox"} <= set(loaded)
     assert [name for name, text in loaded.items() if not text.strip()] == []
+
+
+# -- public ids --------------------------------------------------------------------------------
+
+
+def test_every_random_byte_value_kept_stands_for_one_character_as_often_as_any_other() -> None:
+    """The bytes drawn for ids map evenly onto the alphabet (8 values per character) and the
+    rest are dropped: every character, so every id, is equally likely."""
+    kept = ids._CHARS[: ids._ACCEPTED]
+    assert Counter(kept.decode()) == dict.fromkeys(ids.ALPHABET, 8)
+    assert bytes(range(ids._ACCEPTED, 256)) == ids._DROPPED
+    assert len(ids._DROPPED) == 256 - 8 * len(ids.ALPHABET)
+
+
+@pytest.mark.parametrize("count", [0, 1, 7, 10_000])
+def test_bulk_ids_are_as_many_as_asked_well_formed_and_distinct(count: int) -> None:
+    made = ids.new_public_ids(count)
+    assert len(made) == len(set(made)) == count
+    assert all(ids.PATTERN.match(public_id) for public_id in made)
+    assert ids.PATTERN.match(ids.new_public_id())
