@@ -591,7 +591,9 @@ async def main() -> None:
         await quiet(server)
         floor.add("bulk_server_ms", await bulk_server_ms(server, args.bulk))
         loads.append(load_average())
+    await quiet(server)  # the runs left large tables for autovacuum
     status = await status_wall(server, 10)
+    await quiet(server)
     first_job = await worker_first_job(server, 5, log)
     loads.append(load_average())
     rows = await audit_rows(server, audit_dbs)
