@@ -16,8 +16,9 @@ Both run with their default settings and through their public API:
 
 Measured:
 
-1. Submit one job per call, one call at a time: jobs/s. Errand writes the job, its event and its
-   outbox row (the jobs carry an origin, like a Discord job), pgqueuer its queue row.
+1. Submit one job per call, one call at a time: jobs/s. Errand writes the job and its event,
+   which is also a notice to deliver (the jobs carry an origin, like a Discord job), pgqueuer its
+   queue row.
 2. Bulk submit, one call for ``--bulk`` jobs: jobs/s, with the same rows.
 3. Worker throughput with ``--queued`` jobs queued (bulk-submitted before the worker starts):
    jobs/s from the first handler start (reported by the handler) to the last job recorded done
@@ -30,7 +31,7 @@ Measured:
 6. Errand only: ``errand job status ID`` wall time (a subprocess, idle), and the time from
    spawning ``errand worker`` to the first line of the handler of the job waiting for it.
 
-After the runs the script counts Errand's rows (jobs, attempts, events, outbox) of the
+After the runs the script counts Errand's rows (jobs, attempts, events, notices) of the
 throughput databases and checks that every job has its full audit trail.
 """
 
@@ -58,7 +59,7 @@ import asyncpg
 from bench.common import fresh_db, quantile, server_dsn
 
 ROOT = Path(__file__).resolve().parents[1]
-ORIGIN = {"transport": "bench"}  # an origin: every transition also writes an outbox row
+ORIGIN = {"transport": "bench"}  # an origin: every transition's event is also a notice
 ERRAND_WORKER = [sys.executable, "-c", "from bot.cli import main; main()", "worker"]
 ERRAND_CLI = [sys.executable, "-c", "from bot.cli import main; main()"]
 PGQ_WORKER = [sys.executable, "-m", "bench.pgq_worker"]
@@ -319,8 +320,8 @@ async def durable_insert_floor(server: str, n: int) -> float:
 
 
 def job_row_alone() -> str:
-    """``job_insert`` cut down to its first part: the job row, without its event, outbox row and
-    NOTIFY."""
+    """``job_insert`` cut down to its first part: the job row, without its event (the notice)
+    and NOTIFY."""
     from jobs.engine.queries import q
 
     sql = q("job_insert")
@@ -331,7 +332,7 @@ def job_row_alone() -> str:
 
 
 async def bare_submit_statement(server: str, n: int, statement: str | None = None) -> float:
-    """Errand's submit statement (``job_insert``: job, event, outbox row, NOTIFY), or
+    """Errand's submit statement (``job_insert``: job, event and notice, NOTIFY), or
     ``statement`` with the same arguments, sent on a bare connection, one at a time, with nothing
     around it (no pool, no validation): the most that statement allows, against which the API's
     own cost shows."""
@@ -363,7 +364,7 @@ async def bare_submit_statement(server: str, n: int, statement: str | None = Non
 async def bulk_server_ms(server: str, n: int) -> float:
     """The server's execution time (EXPLAIN ANALYZE, rolled back) of the statement behind
     ``submit_many`` for ``n`` jobs without keys, on a fresh database after a warm-up batch: what
-    the server alone spends on the jobs, events and outbox rows, before any client work."""
+    the server alone spends on the jobs and their events (notices), before any client work."""
     from jobs.engine.db import init_connection
     from jobs.engine.ids import new_public_ids
     from jobs.engine.store import _bulk_arguments, _insert_many_without_keys
@@ -510,7 +511,7 @@ async def audit_rows(server: str, names: list[str]) -> dict[str, int]:
             " (SELECT count(*) FROM job WHERE state = 'succeeded') AS succeeded,"
             " (SELECT count(*) FROM attempt) AS attempts,"
             " (SELECT count(*) FROM event) AS events,"
-            " (SELECT count(*) FROM outbox) AS outbox,"
+            " (SELECT count(*) FROM outbox) AS notices,"
             " (SELECT count(*) FROM job j WHERE (SELECT count(*) FROM event e"
             "   WHERE e.job_id = j.id AND NOT e.ignored) <> 3"
             "   OR (SELECT count(*) FROM outbox o WHERE o.job_id = j.id) <> 3"
@@ -637,7 +638,7 @@ def render(
 
     rows_text = (
         f"{rows['jobs']:,} jobs, {rows['attempts']:,} attempts, {rows['events']:,} events, "
-        f"{rows['outbox']:,} outbox rows"
+        f"{rows['notices']:,} of them notices"
     )
     tp_lines = [
         line(f"worker throughput, {n:,} jobs queued", f"tp{n}", "jobs/s", "≥ 1.5×", True)
@@ -689,12 +690,12 @@ def render(
         f"({statistics.median(floor.values['single']) / statistics.median(p['single']):.2f}× "
         "pgqueuer's single enqueue). Each call waits for its commit to reach the disk; no "
         "durable submit of one job per call can go faster than this, whatever it writes. "
-        "Errand's own submit statement (job, event, outbox row and NOTIFY in one statement), "
+        "Errand's own submit statement (job, event as notice and NOTIFY in one statement), "
         "sent alone on a bare connection (no pool, no validation), reached "
         f"{spread(floor.values['statement'])} jobs/s "
         f"({statistics.median(floor.values['statement']) / statistics.median(p['single']):.2f}× "
         "pgqueuer's): the most this schema allows one call at a time. The job row alone "
-        "(that statement's `INSERT INTO job`, without the event, the outbox row and the NOTIFY) "
+        "(that statement's `INSERT INTO job`, without the event and the NOTIFY) "
         f"reached {spread(floor.values['job_row'])} jobs/s "
         f"({statistics.median(floor.values['job_row']) / statistics.median(p['single']):.2f}× "
         "pgqueuer's).",
@@ -715,11 +716,12 @@ def render(
         "## What is measured",
         "",
         f"- **Submit**: {args.submits:,} calls, each awaited before the next, after 50 warm-up "
-        "calls. Errand's `JobStore.submit` writes the job, its creation event and its outbox "
-        "row (the jobs carry an origin, like a Discord job) in one statement; pgqueuer's "
+        "calls. Errand's `JobStore.submit` writes the job and its creation event, a notice to "
+        "deliver (the jobs carry an origin, like a Discord job), in one statement; pgqueuer's "
         "`Queries.enqueue` writes its queue row.",
-        f"- **Bulk**: one `JobStore.submit_many` of {args.bulk:,} jobs (jobs, events and outbox "
-        "rows from `unnest` arrays in one statement) against one `Queries.enqueue` with lists.",
+        f"- **Bulk**: one `JobStore.submit_many` of {args.bulk:,} jobs (jobs and events, as "
+        "notices, from `unnest` arrays in one statement) against one `Queries.enqueue` with "
+        "lists.",
         "- **Throughput**: the jobs are bulk-submitted, then the worker process starts; from the "
         "first handler start (reported by the handler) until the database shows no job queued "
         "or running (Errand: every end recorded; pgqueuer: the queue table empty), polled every "
@@ -736,8 +738,9 @@ def render(
         "`errand worker` spawned with one job queued, to that job's first handler line.",
         "",
         f"Audit trail after the runs (Errand's throughput databases): {rows_text}; every job "
-        "has exactly one attempt and three events (queued, running, succeeded) and three "
-        "outbox rows. pgqueuer keeps a log row per job and no event history.",
+        "has exactly one attempt and three events (queued, running, succeeded), each of them a "
+        "notice in the outbox (undelivered: no transport runs here). pgqueuer keeps a log row "
+        "per job and no event history.",
         "",
         "## Other benchmarks",
         "",

@@ -1,15 +1,15 @@
 """Outbox delivery: how a transport turns the engine's outbox rows into notices, exactly once.
 
-Every transition of a job with an ``origin`` writes an outbox row in the same statement (see
-``job_transition``) and NOTIFYs ``errand_outbox``. A transport (the Discord bot) claims a job's
-pending rows with a lease, delivers them in order, and records the id of what it created; a
-failed delivery is retried with exponential backoff (jittered between half the base and the
-ceiling, see :func:`retry_delay`), then dead-lettered with its reason. Leases make a crashed
-transport's rows due again. Each lease carries its owner and a
-token, and every write about a leased row is fenced by that token, as attempts are: a process
-that stalled past its lease while another took the rows over records nothing for them. The
-transport's own idempotency (e.g. Discord's ``enforce_nonce``) covers the window between its
-effect and :meth:`Outbox.done`.
+Every transition of a job with an ``origin`` writes its event as a notice, in the same statement
+(see ``job_transition``), and NOTIFYs ``errand_outbox``; the ``outbox`` is the view of those events
+with their delivery state (migrations/0009_notices_are_events.sql). A transport (the Discord bot)
+claims a job's pending rows with a lease, delivers them in order, and records the id of what it
+created; a failed delivery is retried with exponential backoff (jittered between half the base and
+the ceiling, see :func:`retry_delay`), then dead-lettered with its reason. Leases make a crashed
+transport's rows due again. Each lease carries its owner and a token, and every write about a
+leased row is fenced by that token, as attempts are: a process that stalled past its lease while
+another took the rows over records nothing for them. The transport's own idempotency (e.g.
+Discord's ``enforce_nonce``) covers the window between its effect and :meth:`Outbox.done`.
 
 A sharded transport passes ``partition=(count, ids)``: it then delivers only the jobs whose
 ``origin.partition`` modulo ``count`` is in ``ids`` (see docs/discord.md, sharding).
@@ -31,7 +31,7 @@ from jobs.engine.queries import q
 from jobs.retry import backoff
 
 OUTBOX_CHANNEL = "errand_outbox"
-"""NOTIFY channel: a transition wrote an outbox row."""
+"""NOTIFY channel: a transition wrote a notice."""
 PROGRESS_CHANNEL = "errand_progress"
 """NOTIFY channel: a job's progress changed (payload: its public id)."""
 

@@ -335,7 +335,7 @@ class JobStore:
         if self.quotas.per_requester is None and (
             self.quotas.per_group is None or origin_group is None
         ):
-            # The fast path: one statement (job, event, outbox row, NOTIFY) is its own
+            # The fast path: one statement (job, event and notice, NOTIFY) is its own
             # transaction; no BEGIN/COMMIT, no read before the write.
             async with self.pool.acquire() as conn:
                 return await self._insert(conn, spec, args)
@@ -383,8 +383,8 @@ class JobStore:
     async def submit_many(self, submissions: Sequence[Submission]) -> list[tuple[str, bool]]:
         """Create many jobs in one statement; each row honours its own idempotency key.
 
-        Every job gets what :meth:`submit` gives it (its creation event, an outbox row when it
-        has an origin, a NOTIFY for workers). All rows are validated first: one bad row raises
+        Every job gets what :meth:`submit` gives it (its creation event, a notice when it has an
+        origin, a NOTIFY for workers). All rows are validated first: one bad row raises
         and nothing is created. A row whose key exists (or repeats an earlier row's key in
         this batch) refers to the job that key made.
 

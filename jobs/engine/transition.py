@@ -1,12 +1,12 @@
 """The one function through which every job state change goes.
 
-:func:`transition` checks the planned moves against :data:`jobs.engine.state.TRANSITIONS`,
-then writes
-them with one compare-and-set statement (``job_transition`` in ``sql/queries.sql``): the job rows
-are locked, only rows whose current state is a planned source (and, when fenced, whose current
-attempt is the writer) move, and the event, the end of the previous attempt and the outbox row
-are written in the same statement. Rows that did not move are returned as such; callers turn them
-into typed errors. Writes from an attempt that lost its lease become ``ignored`` events.
+:func:`transition` checks the planned moves against :data:`jobs.engine.state.TRANSITIONS`, then
+writes them with one compare-and-set statement (``job_transition`` in ``sql/queries.sql``): the job
+rows are locked, only rows whose current state is a planned source (and, when fenced, whose current
+attempt is the writer) move, and the event (a notice, for a job with an origin) and the end of the
+previous attempt are written in the same statement. Rows that did not move are returned as such;
+callers turn them into typed errors. Writes from an attempt that lost its lease become ``ignored``
+events.
 """
 
 from __future__ import annotations
@@ -136,8 +136,8 @@ async def claim(
     """Claim up to ``limit`` due jobs for ``worker`` in one statement (``job_claim``).
 
     The same rules as :func:`transition` with ``fence="claim"``: the move is checked against
-    the table, the sources come from it, every moved job gets its event (and outbox row when it
-    has an origin), in the statement that locks the jobs (``SKIP LOCKED``) and opens their
+    the table, the sources come from it, every moved job gets its event (a notice when it has
+    an origin), in the statement that locks the jobs (``SKIP LOCKED``) and opens their
     attempts. Without BEGIN/COMMIT: one round trip from the claim to the rows to dispatch.
     """
     check_moves(Actor.WORKER, {CLAIM.source: CLAIM.target})
@@ -168,7 +168,7 @@ async def request_cancel(
     """Move one job (by public id) along ``moves`` as a cancel request, in one statement.
 
     ``job_cancel`` locks the job, moves it, ends its attempt when the move leaves the live
-    states, records who asked and why, writes the event and outbox row and NOTIFYs the attempt.
+    states, records who asked and why, writes the event (a notice) and NOTIFYs the attempt.
 
     Returns:
         None for an unknown job; else the job as it now is (``record``: the full row) and

@@ -22,8 +22,97 @@ async def test_schema_builds_from_migrations_on_an_empty_database(server_dsn: st
             r["tablename"]
             for r in await conn.fetch("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
         }
-        assert {"job", "attempt", "event", "effect", "outbox", "errand_migration"} <= tables
+        assert {"job", "attempt", "event", "effect", "errand_migration"} <= tables
+        views = {
+            r["viewname"]
+            for r in await conn.fetch("SELECT viewname FROM pg_views WHERE schemaname = 'public'")
+        }
+        assert "outbox" in views  # notices are events (0009)
         assert await migrate(conn) == []  # idempotent
+    finally:
+        await conn.close()
+
+
+async def test_outbox_rows_become_the_notices_of_their_events(server_dsn: str) -> None:
+    """Migrating 0009 on a database with outbox rows keeps every notice's delivery state: the
+    pending one stays due when it was, the delivered one keeps its message id, the dead one its
+    error, and events without an outbox row are no notices."""
+    dsn = await create_database(server_dsn, "errand_mig_notices")
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute(
+            "CREATE TABLE errand_migration (version integer PRIMARY KEY, name text NOT NULL,"
+            " applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        for m in load()[:8]:
+            await conn.execute(m.sql)
+            await conn.execute(
+                "INSERT INTO errand_migration (version, name) VALUES ($1, $2)", m.version, m.name
+            )
+        job = await conn.fetchval(
+            "INSERT INTO job (public_id, kind, requester, origin) VALUES ('abc', 'k', 'r',"
+            ' \'{"transport": "discord"}\') RETURNING id'
+        )
+        events = [
+            await conn.fetchval(
+                "INSERT INTO event (job_id, from_state, to_state, actor, reason)"
+                " VALUES ($1, $2, $3, 'worker', $4) RETURNING id",
+                job,
+                frm,
+                to,
+                reason,
+            )
+            for frm, to, reason in [
+                (None, "queued", "submitted"),
+                ("queued", "running", None),
+                ("running", "succeeded", None),
+                ("running", "running", "late"),  # no outbox row: not a notice
+            ]
+        ]
+        rows = [
+            # (event, available_at offset s, attempts, delivered, dead, error, external id)
+            (events[0], -60, 1, True, False, None, "111"),
+            (events[1], 30, 3, False, True, "403 Missing Access", None),
+            (events[2], 45, 2, False, False, "503", None),
+        ]
+        for event, offset, attempts, delivered, dead, error, external in rows:
+            await conn.execute(
+                "INSERT INTO outbox (job_id, event_id, topic, payload, available_at, attempts,"
+                " delivered_at, dead_at, last_error, external_id)"
+                " SELECT job_id, id, 'transition', jsonb_build_object('from', from_state,"
+                "  'to', to_state, 'reason', reason), now() + make_interval(secs => $2), $3,"
+                "  CASE WHEN $4 THEN now() END, CASE WHEN $5 THEN now() END, $6, $7"
+                " FROM event WHERE id = $1",
+                event,
+                offset,
+                attempts,
+                delivered,
+                dead,
+                error,
+                external,
+            )
+        before = [
+            dict(r)
+            for r in await conn.fetch(
+                "SELECT event_id, topic, payload::jsonb AS payload, available_at, attempts,"
+                " delivered_at, dead_at, last_error, external_id FROM outbox ORDER BY event_id"
+            )
+        ]
+        assert await migrate(conn) == ["0009_notices_are_events"]
+        after = [
+            dict(r)
+            for r in await conn.fetch(
+                "SELECT id, event_id, topic, payload::jsonb AS payload, available_at, attempts,"
+                " delivered_at, dead_at, last_error, external_id FROM outbox ORDER BY id"
+            )
+        ]
+        assert [r.pop("id") for r in after] == events[:3]  # a notice's id is its event's
+        assert after == before
+        pending = await conn.fetch(
+            "SELECT id FROM outbox WHERE delivered_at IS NULL AND dead_at IS NULL"
+        )
+        assert [r["id"] for r in pending] == [events[2]]
+        assert await conn.fetchval("SELECT count(*) FROM event WHERE notice_at IS NULL") == 1
     finally:
         await conn.close()
 

@@ -74,15 +74,13 @@ ORDER BY j.id
 LIMIT $4;
 
 -- name: job_delete_many
--- Delete jobs by id, with their attempts, events and notices (which carry no foreign key, see
--- migrations/0008_lean_writes.sql); effects, steps, assets and bindings go by cascade.
+-- Delete jobs by id, with their attempts and events, notices included (which carry no foreign
+-- key, see migrations/0008_lean_writes.sql); effects, steps, assets and bindings go by cascade.
 WITH gone AS (
     DELETE FROM job WHERE id = ANY($1::bigint[]) AND state = ANY($2::job_state[]) RETURNING id
 ), attempts AS (
     DELETE FROM attempt WHERE job_id IN (SELECT id FROM gone)
 ), events AS (
     DELETE FROM event WHERE job_id IN (SELECT id FROM gone)
-), notices AS (
-    DELETE FROM outbox WHERE job_id IN (SELECT id FROM gone)
 )
 SELECT id FROM gone;

@@ -3,7 +3,8 @@
 -- Placeholders are asyncpg's $n.
 
 -- name: job_insert
--- Create a job unless its idempotency key exists, with its creation event and outbox row.
+-- Create a job unless its idempotency key exists, with its creation event (a notice when it has
+-- an origin).
 WITH ins AS (
     INSERT INTO job (public_id, kind, params, requester, origin, origin_group, idempotency_key,
                      max_attempts, deadline_at)
@@ -12,20 +13,17 @@ WITH ins AS (
     ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING *
 ), ev AS (
-    INSERT INTO event (job_id, from_state, to_state, actor, reason)
-    SELECT id, NULL, 'queued', 'requester', 'submitted' FROM ins
-    RETURNING id, job_id
-), ob AS (
-    INSERT INTO outbox (job_id, event_id, topic, payload)
-    SELECT ins.id, ev.id, 'transition', '{"from": null, "to": "queued", "reason": "submitted"}'
-    FROM ins JOIN ev ON ev.job_id = ins.id
-    WHERE ins.origin <> '{}'::jsonb
+    -- A job with an origin has a transport to tell: its events are notices, due now.
+    INSERT INTO event (job_id, from_state, to_state, actor, reason, notice_at)
+    SELECT id, NULL, 'queued', 'requester', 'submitted',
+           CASE WHEN origin <> '{}'::jsonb THEN now() END
+    FROM ins
 )
 SELECT ins.*, pg_notify('errand_job', ins.kind)::text AS _notified FROM ins;
 
 -- name: job_insert_many
 -- Create many jobs at once (unnest arrays; params and origin as JSON text), each with its
--- creation event and, when it has an origin, its outbox row, skipping rows whose idempotency key
+-- creation event (a notice when it has an origin), skipping rows whose idempotency key
 -- exists; one NOTIFY per kind. Every column but the public id comes either as an array (a value
 -- per row) or, when all rows share one value, as that value ($10-$17) with a NULL array: a batch
 -- of one kind for one requester then sends, and the server parses, its kind, params and origin
@@ -62,17 +60,11 @@ WITH shared AS MATERIALIZED (
     FROM input
     ORDER BY idempotency_key
     ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-    RETURNING id, public_id, kind, origin <> '{}'::jsonb AS transported,
-              nextval('event_id_seq') AS event_id  -- drawn here: no join below (job_claim)
+    RETURNING id, public_id, kind, origin <> '{}'::jsonb AS transported
 ), ev AS (
-    INSERT INTO event (id, job_id, from_state, to_state, actor, reason)
-    OVERRIDING SYSTEM VALUE
-    SELECT event_id, id, NULL, 'queued', 'requester', 'submitted' FROM ins
-), ob AS (
-    INSERT INTO outbox (job_id, event_id, topic, payload)
-    SELECT id, event_id, 'transition', '{"from": null, "to": "queued", "reason": "submitted"}'
+    INSERT INTO event (job_id, from_state, to_state, actor, reason, notice_at)
+    SELECT id, NULL, 'queued', 'requester', 'submitted', CASE WHEN transported THEN now() END
     FROM ins
-    WHERE transported
 )
 SELECT ins.public_id,
        (SELECT count(pg_notify('errand_job', k)) FROM (SELECT DISTINCT kind FROM ins) d(k))
@@ -123,11 +115,11 @@ SELECT * FROM attempt WHERE job_id = $1 ORDER BY number;
 -- name: job_claim
 -- Claim up to $3 due jobs in one statement (an implicit transaction): lock them skipping rows
 -- others hold, open an attempt on each, move them from the claimable states to running with the
--- attempt as fencing token, and write each one's event and outbox row. Returns what the runtime
--- needs to start the handlers. {claimable} is the transition table's sources of "running" for a
--- worker, written in as a constant (jobs/engine/transition.py) rather than passed as a
--- parameter: with a parameter the planner cannot use the partial index job_claimable in a
--- generic plan, and each claim would sort every queued job.
+-- attempt as fencing token, and write each one's event (a notice when it has an origin).
+-- Returns what the runtime needs to start the handlers. {claimable} is the transition table's
+-- sources of "running" for a worker, written in as a constant (jobs/engine/transition.py)
+-- rather than passed as a parameter: with a parameter the planner cannot use the partial index
+-- job_claimable in a generic plan, and each claim would sort every queued job.
 WITH picked AS (
     SELECT id, state, attempts FROM job
     WHERE state = ANY({claimable}::job_state[]) AND run_at <= now()
@@ -154,21 +146,16 @@ WITH picked AS (
     WHERE j.id = p.id AND j.id = ANY(ARRAY(SELECT id FROM picked))
     RETURNING j.id, j.public_id, j.kind, j.params, j.attempts, j.failures, j.max_attempts,
               j.deadline_at, j.checkpoint, j.current_attempt_id, j.origin, j.run_at,
-              p.state AS from_state, nextval('event_id_seq') AS event_id
+              p.state AS from_state
 ), att AS (
     INSERT INTO attempt (id, job_id, number, worker, lease_expires_at)
     OVERRIDING SYSTEM VALUE
     SELECT current_attempt_id, id, attempts, $1, now() + make_interval(secs => $2) FROM moved
 ), ev AS (
-    INSERT INTO event (id, job_id, from_state, to_state, actor, attempt_id, reason)
-    OVERRIDING SYSTEM VALUE
-    SELECT event_id, id, from_state, 'running', 'worker', current_attempt_id, NULL FROM moved
-), ob AS (
-    INSERT INTO outbox (job_id, event_id, topic, payload)
-    SELECT id, event_id, 'transition',
-           jsonb_build_object('from', from_state, 'to', 'running', 'reason', NULL)
+    INSERT INTO event (job_id, from_state, to_state, actor, attempt_id, reason, notice_at)
+    SELECT id, from_state, 'running', 'worker', current_attempt_id, NULL,
+           CASE WHEN origin <> '{}'::jsonb THEN now() END
     FROM moved
-    WHERE origin <> '{}'::jsonb
 )
 SELECT m.id, m.public_id, m.kind, m.params, m.attempts, m.failures, m.max_attempts,
        m.deadline_at, m.checkpoint, m.current_attempt_id, m.from_state,
@@ -185,7 +172,8 @@ UPDATE job SET max_attempts = greatest(max_attempts, failures + 1) WHERE id = $1
 
 -- name: job_transition
 -- Move jobs by a table of moves (from -> to), fenced by attempt when asked, with events,
--- the end of the previous attempt, outbox rows and wake-ups, all in one statement.
+-- the end of the previous attempt (events are notices for jobs with an origin) and wake-ups, all
+-- in one statement.
 -- $10 fence: 'attempt' = only the current attempt may write; 'claim' = the attempt in $2 takes
 -- the lease; 'none' = no attempt involved. A move reason of '@keep' keeps the job's reason.
 -- $17: the states in which an attempt holds the lease (LIVE), $18: the terminal states
@@ -242,11 +230,9 @@ WITH input AS (
         updated_at = now()
     FROM plan p
     WHERE j.id = p.id
-    -- The event's id is drawn here, so its outbox row is written straight from this row (no
-    -- join between the statement's parts, done as nested loops: see job_claim).
     RETURNING j.*, p.state AS from_state, p.current_attempt_id AS prev_attempt_id,
               p.attempt_id AS writer_attempt_id, p.outcome AS attempt_outcome,
-              p.error AS attempt_error, nextval('event_id_seq') AS event_id
+              p.error AS attempt_error
 ), ended AS (
     UPDATE attempt a SET ended_at = now(), outcome = m.attempt_outcome, error = m.attempt_error
     FROM moved m
@@ -257,10 +243,10 @@ WITH input AS (
     WHERE s.job_id = m.id AND s.attempt_id = m.prev_attempt_id AND s.ended_at IS NULL
       AND m.state <> ALL($17::job_state[])
 ), ev AS (
-    INSERT INTO event (id, job_id, from_state, to_state, actor, attempt_id, reason, data)
-    OVERRIDING SYSTEM VALUE
-    SELECT m.event_id, m.id, m.from_state, m.state, $9::job_actor,
-           coalesce(m.writer_attempt_id, m.prev_attempt_id), m.reason, $15::jsonb
+    INSERT INTO event (job_id, from_state, to_state, actor, attempt_id, reason, data, notice_at)
+    SELECT m.id, m.from_state, m.state, $9::job_actor,
+           coalesce(m.writer_attempt_id, m.prev_attempt_id), m.reason, $15::jsonb,
+           CASE WHEN m.origin <> '{}'::jsonb THEN now() END
     FROM moved m
 ), ignored AS (
     -- A write from an attempt that lost its lease, or after the job ended: kept as evidence,
@@ -273,12 +259,6 @@ WITH input AS (
            true
     FROM cur c
     WHERE $10::text = 'attempt' AND NOT EXISTS (SELECT 1 FROM plan p WHERE p.id = c.id)
-), ob AS (
-    INSERT INTO outbox (job_id, event_id, topic, payload)
-    SELECT m.id, m.event_id, 'transition',
-           jsonb_build_object('from', m.from_state, 'to', m.state, 'reason', m.reason)
-    FROM moved m
-    WHERE m.origin <> '{}'::jsonb
 )
 -- (Not the params, origin or checkpoint: nobody reads them from a transition, and decoding
 -- them cost a worker's batch of ends three JSON documents per job.)
@@ -300,9 +280,10 @@ FROM cur c LEFT JOIN moved m ON m.id = c.id;
 -- A cancel request in one statement (an implicit transaction): lock the job by public id, move
 -- it along the first of the moves ($2 -> $3, reasons $4, attempt outcomes $5) whose source is its
 -- state, end the attempt when the move leaves the live states, record the request (who $7, why
--- $8, once), write the event and outbox row, and NOTIFY the attempt to stop. Returns the job as
--- it now is, with from_state and whether it moved. $9: the states in which an attempt holds the
--- lease (LIVE), $10: the terminal states (TERMINAL), both from jobs/engine/state.py.
+-- $8, once), write the event (a notice when it has an origin), and NOTIFY the attempt to stop.
+-- Returns the job as it now is, with from_state and whether it moved. $9: the states in which
+-- an attempt holds the lease (LIVE), $10: the terminal states (TERMINAL), both from
+-- jobs/engine/state.py.
 WITH moves AS (
     SELECT * FROM unnest($2::job_state[], $3::job_state[], $4::text[], $5::text[])
         AS m(from_state, to_state, reason, outcome)
@@ -337,16 +318,10 @@ WITH moves AS (
     WHERE s.job_id = m.id AND s.attempt_id = m.prev_attempt_id AND s.ended_at IS NULL
       AND m.state <> ALL($9::job_state[])
 ), ev AS (
-    INSERT INTO event (job_id, from_state, to_state, actor, attempt_id, reason)
-    SELECT m.id, m.from_state, m.state, $6::job_actor, m.prev_attempt_id, m.reason
+    INSERT INTO event (job_id, from_state, to_state, actor, attempt_id, reason, notice_at)
+    SELECT m.id, m.from_state, m.state, $6::job_actor, m.prev_attempt_id, m.reason,
+           CASE WHEN m.origin <> '{}'::jsonb THEN now() END
     FROM moved m
-    RETURNING id, job_id
-), ob AS (
-    INSERT INTO outbox (job_id, event_id, topic, payload)
-    SELECT m.id, ev.id, 'transition',
-           jsonb_build_object('from', m.from_state, 'to', m.state, 'reason', m.reason)
-    FROM moved m JOIN ev ON ev.job_id = m.id
-    WHERE m.origin <> '{}'::jsonb
 )
 SELECT m.*, true AS moved,
        CASE WHEN m.state = 'cancelling'
