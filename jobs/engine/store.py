@@ -179,7 +179,7 @@ def _bulk_arguments(public_ids: list[str], columns: list[list[Any]]) -> list[Any
     values: list[Any] = []
     for column in columns:
         first = column[0] if column else None
-        if all(value == first for value in column):
+        if column.count(first) == len(column):  # all the same, compared in C
             arrays.append(None)
             values.append(first)
         else:
