@@ -544,7 +544,9 @@ class Delivery:
             binding["thread_id"],
             render.notice(job, row, user_id),
             user_id=user_id,
-            nonce=f"n{row.id}",
+            # "e": since migration 0009 a notice's id is its event's; a new prefix keeps these
+            # nonces from meeting one made from an old outbox row's id ("n") in Discord's window.
+            nonce=f"e{row.id}",
         )
         self.stats["notices"] += 1
         log.info("delivery.notice", job_id=job.public_id, state=row.to_state, message_id=message_id)

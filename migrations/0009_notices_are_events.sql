@@ -11,7 +11,9 @@
 --   delivered_at, dead_at  delivered, or given up on; the rest is the delivery's bookkeeping.
 -- The view `outbox` keeps the columns transports and operators read and write: it is a simple
 -- view, so delivery's UPDATE ... RETURNING and FOR UPDATE SKIP LOCKED act on the event rows.
--- A notice's id is now its event's id.
+-- A notice's id is now its event's id (delivery's Discord nonces changed prefix with it, see
+-- bot/delivery.py). This migration is not additive: stop every process of the previous release
+-- first (docs/deploy.md, "Upgrading").
 
 ALTER TABLE event
     ADD COLUMN notice_at timestamptz,
@@ -26,12 +28,16 @@ ALTER TABLE event
 
 DO $$
 BEGIN
-    -- By construction every outbox row has its event; refuse to lose one that would not.
+    -- By construction every outbox row has its event, and no event two rows; refuse to lose a
+    -- row that would not.
     IF EXISTS (SELECT 1 FROM outbox o
                WHERE o.event_id IS NULL
                   OR NOT EXISTS (SELECT 1 FROM event e WHERE e.id = o.event_id))
     THEN
         RAISE EXCEPTION 'outbox rows without their event: deliver or delete them, then migrate';
+    END IF;
+    IF EXISTS (SELECT 1 FROM outbox GROUP BY event_id HAVING count(*) > 1) THEN
+        RAISE EXCEPTION 'events with several outbox rows: deliver or delete them, then migrate';
     END IF;
 END
 $$;
@@ -56,9 +62,14 @@ SELECT id, job_id, id AS event_id, 'transition'::text AS topic,
        at AS created_at, notice_at AS available_at, delivery_attempts AS attempts,
        delivered_at, dead_at, delivery_error AS last_error, external_id, lease_owner, lease_token
 FROM event
-WHERE notice_at IS NOT NULL;
+WHERE notice_at IS NOT NULL
+-- A write through the view cannot make a notice vanish from it (available_at = NULL).
+WITH CASCADED CHECK OPTION;
 
--- The pending notices, as outbox_pending indexed them; a job's notices are reached through
--- event_by_job (job_id, id).
+-- The pending notices, as outbox_pending indexed them, and the dead letters (few; for the
+-- metrics, `errand outbox list` and `retry --all-dead`, which would otherwise read every event);
+-- a job's notices are reached through event_by_job (job_id, id).
 CREATE INDEX event_notice_pending ON event (notice_at, id)
     WHERE notice_at IS NOT NULL AND delivered_at IS NULL AND dead_at IS NULL;
+CREATE INDEX event_notice_dead ON event (id)
+    WHERE notice_at IS NOT NULL AND delivered_at IS NULL AND dead_at IS NOT NULL;

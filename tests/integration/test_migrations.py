@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import asyncpg
+import pytest
 
 from jobs.engine.migrate import load, migrate
 from jobs.engine.state import Actor, State
@@ -113,6 +114,10 @@ async def test_outbox_rows_become_the_notices_of_their_events(server_dsn: str) -
         )
         assert [r["id"] for r in pending] == [events[2]]
         assert await conn.fetchval("SELECT count(*) FROM event WHERE notice_at IS NULL") == 1
+        # A write through the view cannot make a notice vanish from it.
+        with pytest.raises(asyncpg.WithCheckOptionViolationError):
+            await conn.execute("UPDATE outbox SET available_at = NULL WHERE id = $1", events[2])
+        assert await conn.fetchval("SELECT count(*) FROM outbox") == 3
     finally:
         await conn.close()
 

@@ -176,7 +176,7 @@ async def test_discord_and_delivery_counters_move_through_a_real_bot_process(
     one 503 on a message post, a job whose channel does not exist (every delivery refused: dead
     letters) and a summoned job delivered to the end. Its /metrics then shows exactly five
     shared-scope 429s, as many rate-limit retries as 429s, one server-error retry, and as many
-    delivered and dead-lettered notices (and delivery-lag observations) as the outbox table
+    delivered and dead-lettered notices (and delivery-lag observations) as the outbox
     records."""
     proc = await spawn(
         "run",

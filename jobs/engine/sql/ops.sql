@@ -11,12 +11,16 @@ SELECT coalesce(extract(epoch FROM now() - min(run_at)), 0)::float8
 FROM job WHERE state = $1::job_state AND run_at <= now();
 
 -- name: metrics_outbox
--- Undelivered notices: pending and dead-lettered, and the age of the oldest pending one.
-SELECT count(*) FILTER (WHERE dead_at IS NULL) AS pending,
-       count(*) FILTER (WHERE dead_at IS NOT NULL) AS dead,
-       coalesce(extract(epoch FROM now() - min(created_at) FILTER (WHERE dead_at IS NULL)), 0)
-           ::float8 AS oldest_pending_seconds
-FROM outbox WHERE delivered_at IS NULL;
+-- Undelivered notices: pending and dead-lettered, and the age of the oldest pending one. Each
+-- part reads its own partial index (event_notice_pending, event_notice_dead), not every event.
+WITH pending AS (
+    SELECT count(*) AS n, min(created_at) AS oldest FROM outbox
+    WHERE delivered_at IS NULL AND dead_at IS NULL
+)
+SELECT p.n AS pending,
+       (SELECT count(*) FROM outbox WHERE delivered_at IS NULL AND dead_at IS NOT NULL) AS dead,
+       coalesce(extract(epoch FROM now() - p.oldest), 0)::float8 AS oldest_pending_seconds
+FROM pending p;
 
 -- name: effect_list_by_job
 -- A job's guarded side effects, oldest first (for the timeline).

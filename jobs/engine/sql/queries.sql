@@ -130,9 +130,9 @@ WITH picked AS (
     LIMIT $3
     FOR UPDATE SKIP LOCKED
 ), moved AS (
-    -- The attempt's and the event's ids are drawn here, so the rows below are written straight
-    -- from this one (no join between the statement's parts, which the planner, expecting a
-    -- row or two, does as nested loops: 100 x 100 rescans per claim of 100).
+    -- The attempt's id is drawn here, so the rows below are written straight from this one (no
+    -- join between the statement's parts, which the planner, expecting a row or two, does as
+    -- nested loops: 100 x 100 rescans per claim of 100).
     UPDATE job j SET
         state = 'running',
         reason = NULL,
