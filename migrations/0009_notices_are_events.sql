@@ -3,9 +3,10 @@
 --
 -- Every outbox row was written in the same statement as one event, for that event, with a
 -- payload made of that event's from, to and reason. Two rows per transition said one thing
--- twice: a heap row and three index entries more for every transition of a transported job
--- (a third of a bulk submit's server time, and a share of every claim and finish). Now the event
--- carries its own delivery state:
+-- twice: the outbox row was a heap row and three index entries for every transition of a
+-- transported job (a third of a bulk submit's server time, and a share of every claim and
+-- finish). Now the event carries its own delivery state, for one index entry (the pending
+-- notices'), a heap row and two entries fewer per transition:
 --   notice_at IS NULL      the event is no notice (its job has no origin, or it was ignored);
 --   notice_at              when the notice is next due (its backoff), as outbox.available_at was;
 --   delivered_at, dead_at  delivered, or given up on; the rest is the delivery's bookkeeping.
