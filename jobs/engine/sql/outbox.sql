@@ -6,8 +6,13 @@
 -- Jobs of one transport with a pending outbox row that is due now, oldest first; with a
 -- partition count ($3 > 0), only jobs whose origin.partition modulo $3 is one of $4 (a sharded
 -- transport delivers the jobs of its own shards; a job without a partition belongs to 0).
+-- Each pending notice's job is read by primary key (the lateral lookup; OFFSET 0 keeps it one):
+-- joined plainly, the planner hashed the whole job table on every poll, so the poll grew with
+-- every job ever kept instead of with the notices waiting (50,000 jobs, 500 due: 5.3 -> 0.8 ms;
+-- 300,000 jobs, 50,000 due: 204 -> 93 ms).
 SELECT o.job_id, j.public_id, min(o.id) AS first_id
-FROM outbox o JOIN job j ON j.id = o.job_id
+FROM outbox o
+CROSS JOIN LATERAL (SELECT public_id, origin FROM job WHERE job.id = o.job_id OFFSET 0) j
 WHERE o.delivered_at IS NULL AND o.dead_at IS NULL AND o.available_at <= now()
   AND j.origin ->> 'transport' = $1
   AND ($3 = 0 OR mod(coalesce((j.origin ->> 'partition')::bigint, 0), $3) = ANY($4::bigint[]))
