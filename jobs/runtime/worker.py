@@ -327,6 +327,11 @@ class Worker:
                 self._check_statistics()  # a backlog: the claim's plan must know of it
                 await asyncio.sleep(0)  # claim again at once
                 continue
+            if free <= 0:
+                # Every slot is busy: a wake-up that came meanwhile (a NOTIFY) cannot be acted
+                # on, and left set it would end every wait at once, a loop that burns a core
+                # for as long as the slots stay busy. A slot that frees sets it again.
+                self._wake.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=self.settings.poll_seconds)
 
@@ -417,7 +422,8 @@ class Worker:
                     continue
                 self._writing = []
                 failures = 0
-                self._wake.set()  # slots are free: claim again
+                # No wake-up here: each slot was freed, and the claim loop woken, when its job
+                # ended (``_run``); another claim now would come back empty.
 
     async def _finish_one_by_one(self, batch: list[Finish]) -> None:
         """Write a refused batch's outcomes one at a time, so one bad row costs only itself.

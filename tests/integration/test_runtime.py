@@ -276,6 +276,35 @@ async def test_one_thousand_concurrent_demo_jobs_in_one_worker(
     )
 
 
+async def test_a_worker_with_every_slot_busy_waits_without_burning_cpu(
+    pool: asyncpg.Pool, db_dsn: str, tmp_path: Path
+) -> None:
+    """With every slot busy, wake-ups (a job's NOTIFY) wait for a free slot instead of
+    spinning the claim loop; the queued job then runs as soon as the slot frees."""
+    release = asyncio.Event()
+
+    async def hold(ctx: Context, params: NoParams) -> dict[str, Any]:
+        await release.wait()
+        return {}
+
+    reg = registry_of(hold=hold, noop=noop)
+    store = JobStore(pool, reg)
+    held, _ = await store.submit("hold", {}, requester="t")
+    async with running_worker(store, reg, db_dsn, tmp_path, concurrency=1):
+        await wait_for(store, held.public_id, {"running"})
+        waiting, _ = await store.submit("noop", {}, requester="t")  # its NOTIFY wakes the worker
+        await asyncio.sleep(0.2)
+        cpu, wall = time.process_time(), time.monotonic()
+        await asyncio.sleep(1.0)
+        share = (time.process_time() - cpu) / (time.monotonic() - wall)
+        # Spinning shows as ~1.0 (one core); heartbeats, reaper and polls cost a few percent.
+        assert share < 0.3, f"the worker's process used {share:.0%} of a core while waiting"
+        assert (await store.get(waiting.public_id)).state == "queued"
+        release.set()
+        assert (await wait_for(store, held.public_id, {"succeeded"})).state == "succeeded"
+        assert (await wait_for(store, waiting.public_id, {"succeeded"})).state == "succeeded"
+
+
 async def test_unstorable_result_fails_its_job_without_losing_other_outcomes(
     pool: asyncpg.Pool, db_dsn: str, tmp_path: Path
 ) -> None:
