@@ -363,6 +363,24 @@ WHERE id = $1 AND current_attempt_id = $2
   AND coalesce((progress->>'done')::float8, 0) <= coalesce(($3::jsonb->>'done')::float8, 0)
 RETURNING public_id, pg_notify('errand_progress', public_id)::text AS _notified;
 
+-- name: reaper_due
+-- Whether the reaper has anything to do: the three selections below, read without locks. Every
+-- worker reaps every second and almost always finds nothing; this one statement, outside any
+-- transaction, is then the whole of it (the locked selections cost a BEGIN, three statements
+-- and a COMMIT). What it misses for being unlocked, the next round finds. The states are
+-- written out, not passed, so that the generic plan of the prepared statement can use the
+-- partial indexes job_live and job_deadline (with parameters it scans the whole job table:
+-- 1.8 ms at 20,000 jobs, against 0.05 ms); they are those of LIVE and of _DEADLINE_MOVES in
+-- jobs/engine/store.py, whose reaper tests cover each.
+SELECT EXISTS (SELECT 1 FROM job j JOIN attempt a ON a.id = j.current_attempt_id
+               WHERE j.state IN ('running', 'cancelling') AND a.lease_expires_at < now())
+    OR EXISTS (SELECT 1 FROM job j
+               WHERE j.state = 'cancelling'
+                 AND j.cancel_requested_at < now() - make_interval(secs => $1))
+    OR EXISTS (SELECT 1 FROM job j
+               WHERE j.deadline_at IS NOT NULL AND j.deadline_at < now()
+                 AND j.state IN ('queued', 'running'));
+
 -- name: job_expired_leases
 -- Live jobs ($2: the states in which an attempt holds the lease) whose lease expired, locked
 -- so two reapers never act on one job.
