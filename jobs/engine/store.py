@@ -855,7 +855,10 @@ class JobStore:
         def count(key: str, moved: list[Moved]) -> None:
             counts[key] = counts.get(key, 0) + sum(m.ok for m in moved)
 
-        if not await self.pool.fetchval(q("reaper_due"), cancel_grace_seconds):
+        deadline_states = [m.source.value for m in _DEADLINE_MOVES]
+        if not await self.pool.fetchval(
+            q("reaper_due"), _LIVE, cancel_grace_seconds, deadline_states
+        ):
             return counts  # the usual round: one statement, no transaction
         now = datetime.now(UTC)
         async with self.pool.acquire() as conn, conn.transaction():
@@ -903,9 +906,7 @@ class JobStore:
                         nominal=S.CANCELLED,
                     ),
                 )
-            late = await conn.fetch(
-                q("job_past_deadline"), batch, [m.source.value for m in _DEADLINE_MOVES]
-            )
+            late = await conn.fetch(q("job_past_deadline"), batch, deadline_states)
             if late:
                 count(
                     "timed_out",
