@@ -150,6 +150,21 @@ async def _no_savepoint() -> AsyncIterator[None]:
 
 
 @cache
+def _reaper_due_sql() -> str:
+    """``reaper_due`` with the live states and the deadline's source states (from
+    jobs/engine/state.py and ``_DEADLINE_MOVES``) written in as constants."""
+
+    def constant(states: Sequence[str]) -> str:
+        return "'{" + ",".join(sorted(states)) + "}'"
+
+    return (
+        q("reaper_due")
+        .replace("{live}", constant(_LIVE))
+        .replace("{deadline}", constant([m.source.value for m in _DEADLINE_MOVES]))
+    )
+
+
+@cache
 def _insert_many_without_keys() -> str:
     """``job_insert_many`` for a batch without idempotency keys: no key order to keep, no
     ON CONFLICT (its speculative insertion costs each row an extra WAL record), and, since every
@@ -855,10 +870,7 @@ class JobStore:
         def count(key: str, moved: list[Moved]) -> None:
             counts[key] = counts.get(key, 0) + sum(m.ok for m in moved)
 
-        deadline_states = [m.source.value for m in _DEADLINE_MOVES]
-        if not await self.pool.fetchval(
-            q("reaper_due"), _LIVE, cancel_grace_seconds, deadline_states
-        ):
+        if not await self.pool.fetchval(_reaper_due_sql(), cancel_grace_seconds):
             return counts  # the usual round: one statement, no transaction
         now = datetime.now(UTC)
         async with self.pool.acquire() as conn, conn.transaction():
@@ -906,7 +918,9 @@ class JobStore:
                         nominal=S.CANCELLED,
                     ),
                 )
-            late = await conn.fetch(q("job_past_deadline"), batch, deadline_states)
+            late = await conn.fetch(
+                q("job_past_deadline"), batch, [m.source.value for m in _DEADLINE_MOVES]
+            )
             if late:
                 count(
                     "timed_out",
