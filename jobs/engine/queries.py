@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 
@@ -32,3 +33,16 @@ def queries() -> dict[str, str]:
 def q(name: str) -> str:
     """The text of one named query."""
     return queries()[name]
+
+
+def q_with_sets(name: str, **sets: Iterable[str]) -> str:
+    """One named query with each ``{key}`` written in as the array constant of ``sets[key]``
+    (``'{a,b}'``, sorted). For sets of states the planner must see as values: a statement whose
+    plan turns generic (``job_claim``, ``reaper_due``) can use a partial index on those states
+    only when they are a constant, never when they are a parameter."""
+    text = q(name)
+    for key, values in sets.items():
+        placeholder = "{" + key + "}"
+        assert placeholder in text, f"{name} has no {placeholder}"
+        text = text.replace(placeholder, "'{" + ",".join(sorted(values)) + "}'")
+    return text

@@ -39,7 +39,7 @@ from jobs.engine.model import (
     Verdict,
     jsonable,
 )
-from jobs.engine.queries import q
+from jobs.engine.queries import q, q_with_sets
 from jobs.engine.state import ACTIVE, LIVE, TERMINAL, Actor, State, allowed
 from jobs.engine.transition import KEEP_REASON, request_cancel, transition
 from jobs.engine.transition import claim as claim_jobs
@@ -153,15 +153,7 @@ async def _no_savepoint() -> AsyncIterator[None]:
 def _reaper_due_sql() -> str:
     """``reaper_due`` with the live states and the deadline's source states (from
     jobs/engine/state.py and ``_DEADLINE_MOVES``) written in as constants."""
-
-    def constant(states: Sequence[str]) -> str:
-        return "'{" + ",".join(sorted(states)) + "}'"
-
-    return (
-        q("reaper_due")
-        .replace("{live}", constant(_LIVE))
-        .replace("{deadline}", constant([m.source.value for m in _DEADLINE_MOVES]))
-    )
+    return q_with_sets("reaper_due", live=_LIVE, deadline=(m.source.value for m in _DEADLINE_MOVES))
 
 
 @cache

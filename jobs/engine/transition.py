@@ -19,7 +19,7 @@ from typing import Any
 from jobs.engine import observe
 from jobs.engine.db import Conn
 from jobs.engine.model import Fence, Move, Moved, Row
-from jobs.engine.queries import q
+from jobs.engine.queries import q, q_with_sets
 from jobs.engine.state import LIVE, TERMINAL, Actor, State, check_moves, sources
 from jobs.secrets import scrub, scrub_data
 
@@ -121,8 +121,9 @@ CLAIM = Move(State.QUEUED, State.RUNNING)
 @cache
 def _claim_sql() -> str:
     """``job_claim`` with the claimable states (from the table) written in as a constant."""
-    states = ",".join(sorted(s.value for s in sources(Actor.WORKER, CLAIM.target)))
-    return q("job_claim").replace("{claimable}", f"'{{{states}}}'")
+    return q_with_sets(
+        "job_claim", claimable=(s.value for s in sources(Actor.WORKER, CLAIM.target))
+    )
 
 
 async def claim(
