@@ -72,7 +72,6 @@ def errand_env(dsn: str) -> dict[str, str]:
     return env | {
         "DATABASE_URL": dsn,
         "ERRAND_EXTRA_KINDS": "bench.kinds",
-        "ERRAND_LOG_LEVEL": "warning",
         "PYTHONPATH": str(ROOT),
     }
 
