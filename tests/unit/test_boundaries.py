@@ -31,10 +31,13 @@ def test_the_emulator_never_imports_errand() -> None:
 
 
 def test_every_named_query_used_in_code_exists() -> None:
-    """Every q("name") in the code names a query in jobs/engine/sql/*.sql, and none is unused."""
+    """Every q("name") and q_with_sets("name", ...) in the code names a query in
+    jobs/engine/sql/*.sql, and none is unused."""
     used: set[str] = set()
     for path in [*Path("jobs").rglob("*.py"), *Path("bot").rglob("*.py")]:
-        used |= set(re.findall(r'\bq\("([a-z_]+)"\)', path.read_text()))
+        text = path.read_text()
+        used |= set(re.findall(r'\bq\("([a-z_]+)"\)', text))
+        used |= set(re.findall(r'\bq_with_sets\(\s*"([a-z_]+)"', text))
     defined = set(queries())
     assert used - defined == set()
     assert defined - used == set()
