@@ -321,11 +321,12 @@ async def single_submit(system: System, server: str, n: int, *, flush: bool = Tr
         return n / (time.perf_counter() - started)
 
 
-async def durable_insert_floor(server: str, n: int, *, flush: bool = True) -> float:
+async def one_row_insert_floor(server: str, n: int, *, flush: bool = True) -> float:
     """One-row INSERTs into a one-column table with its primary key, each its own transaction, one
-    at a time: the rate no durable submit of one job per call can beat on this server (each
-    waits for its commit to be flushed, like Errand's and pgqueuer's). With ``flush=False`` the
-    commits do not wait for the disk: the difference is what the flush alone costs a call."""
+    at a time. Durable (the default), each waits for its commit to be flushed, like Errand's and
+    pgqueuer's submits: the rate no durable submit of one job per call can beat on this server.
+    With ``flush=False`` the commits do not wait for the disk; the difference between the two is
+    what the flush alone costs a call."""
     admin = await asyncpg.connect(server)
     await admin.execute("DROP DATABASE IF EXISTS bench_floor WITH (FORCE)")
     await admin.execute("CREATE DATABASE bench_floor")
@@ -616,9 +617,9 @@ async def main() -> None:
                 flush=True,
             )
         await quiet(server)
-        floor.add("single", await durable_insert_floor(server, args.submits))
+        floor.add("single", await one_row_insert_floor(server, args.submits))
         await quiet(server)
-        floor.add("single_unflushed", await durable_insert_floor(server, args.submits, flush=False))
+        floor.add("single_unflushed", await one_row_insert_floor(server, args.submits, flush=False))
         await quiet(server)
         floor.add(
             "submit_unflushed", await single_submit(Errand(), server, args.submits, flush=False)
