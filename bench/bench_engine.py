@@ -57,7 +57,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 
-from bench.common import fresh_db, quantile, server_dsn
+from bench.common import empty_db, fresh_db, quantile, server_dsn
 
 ROOT = Path(__file__).resolve().parents[1]
 ORIGIN = {"transport": "bench"}  # an origin: every transition's event is also a notice
@@ -230,15 +230,12 @@ class Pgqueuer(System):
         return await WorkerProcess.start(PGQ_WORKER, pgq_env(self.dsn), log)
 
 
-async def fresh(system: System, server: str, name: str) -> str:
-    """A fresh database for ``system``: Errand's migrations, or pgqueuer's install."""
+async def fresh(system: System, server: str, name: str, *, flush: bool = True) -> str:
+    """A fresh database for ``system`` (:func:`bench.common.empty_db`): Errand's migrations, or
+    pgqueuer's install."""
     if isinstance(system, Errand):
-        return await fresh_db(server, name)
-    admin = await asyncpg.connect(server)
-    await admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-    await admin.execute(f"CREATE DATABASE {name}")
-    await admin.close()
-    dsn = urlunsplit(urlsplit(server)._replace(path=f"/{name}"))
+        return await fresh_db(server, name, flush=flush)
+    dsn = await empty_db(server, name, flush=flush)
     from pgqueuer import AsyncpgDriver, Queries
 
     conn = await asyncpg.connect(dsn)
@@ -254,11 +251,7 @@ async def opened(
     """``system`` open on a fresh database ``name``; with ``flush=False`` the database's commits
     do not wait for the disk (``synchronous_commit = off``), for the figure that shows what the
     flush costs (never a setting Errand offers)."""
-    dsn = await fresh(system, server, name)
-    if not flush:
-        admin = await asyncpg.connect(server)
-        await admin.execute(f"ALTER DATABASE {name} SET synchronous_commit = off")
-        await admin.close()
+    dsn = await fresh(system, server, name, flush=flush)
     await system.open(dsn)
     try:
         yield dsn
@@ -327,14 +320,8 @@ async def one_row_insert_floor(server: str, n: int, *, flush: bool = True) -> fl
     pgqueuer's submits: the rate no durable submit of one job per call can beat on this server.
     With ``flush=False`` the commits do not wait for the disk; the difference between the two is
     what the flush alone costs a call."""
-    admin = await asyncpg.connect(server)
-    await admin.execute("DROP DATABASE IF EXISTS bench_floor WITH (FORCE)")
-    await admin.execute("CREATE DATABASE bench_floor")
-    await admin.close()
-    conn = await asyncpg.connect(urlunsplit(urlsplit(server)._replace(path="/bench_floor")))
+    conn = await asyncpg.connect(await empty_db(server, "bench_floor", flush=flush))
     try:
-        if not flush:
-            await conn.execute("SET synchronous_commit = off")
         await conn.execute(
             "CREATE TABLE floor (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY)"
         )

@@ -25,13 +25,27 @@ def server_dsn() -> str:
     return embedded_dsn(Path(tmp.name) / "pgdata")
 
 
-async def fresh_db(server: str, name: str) -> str:
-    """A new, migrated database ``name`` on ``server``; returns its DSN."""
+async def empty_db(server: str, name: str, *, flush: bool = True) -> str:
+    """A new, empty database ``name`` on ``server`` (dropped first if it exists); returns its DSN.
+
+    With ``flush=False`` its commits do not wait for the disk (``synchronous_commit = off`` for
+    every session on it): only for the bench's figure of what the flush costs, never a setting
+    Errand offers. The database is recreated on each call, so the setting never outlives it.
+    """
     admin = await asyncpg.connect(server)
-    await admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-    await admin.execute(f"CREATE DATABASE {name}")
-    await admin.close()
-    dsn = urlunsplit(urlsplit(server)._replace(path=f"/{name}"))
+    try:
+        await admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        await admin.execute(f"CREATE DATABASE {name}")
+        if not flush:
+            await admin.execute(f"ALTER DATABASE {name} SET synchronous_commit = off")
+    finally:
+        await admin.close()
+    return urlunsplit(urlsplit(server)._replace(path=f"/{name}"))
+
+
+async def fresh_db(server: str, name: str, *, flush: bool = True) -> str:
+    """A new, migrated database ``name`` on ``server`` (:func:`empty_db`); returns its DSN."""
+    dsn = await empty_db(server, name, flush=flush)
     conn = await asyncpg.connect(dsn)
     await migrate(conn)
     await conn.close()
