@@ -97,14 +97,16 @@ async def test_a_worker_has_the_job_table_analyzed_at_start_and_when_a_backlog_o
     async with running_worker(store, registry, db_dsn, tmp_path):
         assert await _analyses(pool) == 1  # before the worker was ready
         await wait_for(store, made[-1][0], {"succeeded"}, within=60)
-    assert await store.refresh_statistics() is False  # fresh statistics: nothing to do
 
     await pool.execute("DELETE FROM job")
-    await pool.execute("ANALYZE job")  # the statistics of an empty table
+    await _flush_counts(pool)
+    await pool.execute("ANALYZE job")  # the statistics of an empty table, missing nothing
+    assert await store.refresh_statistics() is False  # fresh statistics: nothing to do
+    analyzed = await _analyses(pool)
     async with running_worker(store, registry, db_dsn, tmp_path):
-        assert await _analyses(pool) == 2  # fresh at start: not analyzed again
+        assert await _analyses(pool) == analyzed  # fresh at start: not analyzed again
         await store.submit_many([Submission("sleep", {"seconds": 0.1}, "r") for _ in range(2000)])
-        await wait_until(lambda: _analyses_reach(pool, 3), within=30)
+        await wait_until(lambda: _analyses_reach(pool, analyzed + 1), within=30)
 
     # With the statistics of a backlog, the claim reads the first due jobs off job_claimable.
     await store.submit_many([Submission("noop", {}, "r") for _ in range(3000)])
@@ -120,6 +122,22 @@ async def _analyses(pool: asyncpg.Pool) -> int:
     return int(
         await pool.fetchval("SELECT analyze_count FROM pg_stat_user_tables WHERE relname = 'job'")
     )
+
+
+async def _flush_counts(pool: asyncpg.Pool) -> None:
+    """Have every connection of the pool report the rows it changed to the server's statistics.
+
+    A backend reports them when it goes idle, at most once a second, or when it exits. Without
+    this, what the worker changed could reach the statistics after the test's ANALYZE (they then
+    look stale), or not before its check (they look fresh whatever happened): the test would
+    pass or fail by timing."""
+    conns = [await pool.acquire() for _ in range(pool.get_max_size())]
+    try:
+        for conn in conns:
+            await conn.execute("SELECT pg_stat_force_next_flush()")  # reported before it answers
+    finally:
+        for conn in conns:
+            await pool.release(conn)
 
 
 async def _analyses_reach(pool: asyncpg.Pool, n: int) -> bool:

@@ -155,6 +155,35 @@ async def test_late_failure_after_success_changes_nothing(
     )
 
 
+async def test_a_heartbeat_does_not_wait_for_an_attempt_another_statement_is_ending(
+    store: JobStore, pool: asyncpg.Pool
+) -> None:
+    """A batched finish locks its jobs, then ends their attempts in an order of its own. A
+    heartbeat that waited for one of those attempts while holding another closed a cycle (CI
+    saw the deadlock). It skips the attempt being written, without calling it lost, renews the
+    rest, and the writer goes on to the next attempt without waiting."""
+    first = await submit_and_claim(store)
+    second = await submit_and_claim(store)
+    leases = "SELECT id, lease_expires_at FROM attempt WHERE id = ANY($1::bigint[])"
+    end = "UPDATE attempt SET ended_at = now(), outcome = 'succeeded' WHERE id = $1"
+    ids = [first.attempt_id, second.attempt_id]
+    before = dict(await pool.fetch(leases, ids))
+    async with pool.acquire() as writer:
+        finish = writer.transaction()
+        await finish.start()
+        # What a finish does, one attempt after the other, inside its one statement.
+        await writer.execute(end, second.attempt_id)
+        verdicts = await asyncio.wait_for(store.heartbeat("w1", 60, ids), 5)
+        await asyncio.wait_for(writer.execute(end, first.attempt_id), 5)
+        after = dict(await pool.fetch(leases, ids))
+        await finish.rollback()  # the finish failed: both attempts are still live
+    assert verdicts == {}
+    assert after[first.attempt_id] > before[first.attempt_id]  # renewed
+    assert after[second.attempt_id] == before[second.attempt_id]  # skipped, not lost
+    assert await store.heartbeat("w1", 60, ids) == {}
+    assert dict(await pool.fetch(leases, ids))[second.attempt_id] > after[second.attempt_id]
+
+
 async def test_stale_attempt_cannot_write_after_its_lease_was_taken_over(
     store: JobStore, pool: asyncpg.Pool
 ) -> None:

@@ -343,16 +343,29 @@ SELECT id FROM job WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE;
 -- Renew the live leases of one worker in one statement, only those of the attempts it still
 -- holds ($3: running, or ended with the end not yet written), so an attempt it lost track of
 -- expires; report which of them were asked to cancel or are no longer current.
-WITH renewed AS (
+-- It never waits for a row: a finish or the reaper locks jobs, then their attempts, in an order
+-- of its own, so a heartbeat that waited for one attempt while holding another could close a
+-- cycle (a deadlock). An attempt another statement is writing is skipped, without a verdict;
+-- its lease is renewed by the next heartbeat if it is still live, or its end speaks for itself.
+-- (NO KEY UPDATE, the UPDATE's own lock: a statement that only references the row is no cause.)
+WITH live AS (
+    SELECT a.id FROM attempt a
+    WHERE a.worker = $1 AND a.ended_at IS NULL AND a.id = ANY($3::bigint[])
+), held AS (
+    SELECT a.id FROM attempt a
+    WHERE a.worker = $1 AND a.ended_at IS NULL AND a.id = ANY($3::bigint[])
+    FOR NO KEY UPDATE SKIP LOCKED
+), renewed AS (
     UPDATE attempt a SET heartbeat_at = now(), lease_expires_at = now() + make_interval(secs => $2)
-    FROM job j
-    WHERE a.worker = $1 AND a.ended_at IS NULL AND a.id = ANY($3::bigint[]) AND j.id = a.job_id
-      AND j.current_attempt_id = a.id
+    FROM held h, job j
+    WHERE a.id = h.id AND j.id = a.job_id AND j.current_attempt_id = a.id
     RETURNING a.id, j.state
 )
 SELECT x.id AS attempt_id, coalesce(r.state::text, 'lost') AS state
 FROM unnest($3::bigint[]) AS x(id) LEFT JOIN renewed r ON r.id = x.id
-WHERE r.id IS NULL OR r.state = 'cancelling';
+WHERE r.state = 'cancelling'
+   OR (r.id IS NULL
+       AND (x.id IN (SELECT id FROM held) OR x.id NOT IN (SELECT id FROM live)));
 
 -- name: job_set_progress
 -- Record progress from the attempt holding the lease; wakes transports watching the job.
