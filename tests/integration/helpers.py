@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import asyncpg
@@ -32,3 +34,15 @@ async def state(pool: asyncpg.Pool, job_id: int) -> str:
     """The job's stored state."""
     value: str = await pool.fetchval("SELECT state::text FROM job WHERE id = $1", job_id)
     return value
+
+
+@asynccontextmanager
+async def every_connection(pool: asyncpg.Pool) -> AsyncIterator[list[asyncpg.Connection]]:
+    """Every connection the pool can hold, all acquired at once (so none is missed), released
+    when the block ends."""
+    conns = [await pool.acquire() for _ in range(pool.get_max_size())]
+    try:
+        yield conns
+    finally:
+        for conn in conns:
+            await pool.release(conn)

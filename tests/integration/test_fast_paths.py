@@ -18,6 +18,7 @@ from jobs.engine.queries import q
 from jobs.engine.store import JobStore, Quotas, Submission
 from jobs.errors import IdempotencyConflict, InvalidParams, UnknownKind
 from jobs.runtime.registry import Registry
+from tests.integration.helpers import every_connection
 from tests.integration.runtime_support import running_worker, wait_for, wait_until
 
 ORIGIN = {"transport": "test"}
@@ -245,9 +246,8 @@ async def test_pooled_connections_carry_no_listen_no_advisory_lock_and_reuse_sta
     async with pool.acquire() as conn:
         await migrate(conn)
 
-    conns = [await pool.acquire() for _ in range(pool.get_max_size())]
     kept = 0
-    try:
+    async with every_connection(pool) as conns:
         for conn in conns:
             assert await conn.fetchval("SELECT count(*) FROM pg_listening_channels()") == 0
             assert (
@@ -263,9 +263,6 @@ async def test_pooled_connections_carry_no_listen_no_advisory_lock_and_reuse_sta
             )
             assert prepared <= 1  # prepared once per connection, then reused
             kept += prepared
-    finally:
-        for conn in conns:
-            await pool.release(conn)
     assert kept >= 1
 
 

@@ -16,6 +16,7 @@ from jobs.engine.state import TERMINAL
 from jobs.engine.store import JobStore, Submission
 from jobs.engine.transition import _claim_sql
 from jobs.runtime.registry import Registry
+from tests.integration.helpers import every_connection
 from tests.integration.runtime_support import running_worker, wait_for, wait_until
 
 ORIGIN = {"transport": "test"}
@@ -131,13 +132,9 @@ async def _flush_counts(pool: asyncpg.Pool) -> None:
     this, what the worker changed could reach the statistics after the test's ANALYZE (they then
     look stale), or not before its check (they look fresh whatever happened): the test would
     pass or fail by timing."""
-    conns = [await pool.acquire() for _ in range(pool.get_max_size())]
-    try:
+    async with every_connection(pool) as conns:
         for conn in conns:
             await conn.execute("SELECT pg_stat_force_next_flush()")  # reported before it answers
-    finally:
-        for conn in conns:
-            await pool.release(conn)
 
 
 async def _analyses_reach(pool: asyncpg.Pool, n: int) -> bool:

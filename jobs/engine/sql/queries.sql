@@ -352,9 +352,10 @@ WITH live AS (
     SELECT a.id FROM attempt a
     WHERE a.worker = $1 AND a.ended_at IS NULL AND a.id = ANY($3::bigint[])
 ), held AS (
-    SELECT a.id FROM attempt a
-    WHERE a.worker = $1 AND a.ended_at IS NULL AND a.id = ANY($3::bigint[])
-    FOR NO KEY UPDATE SKIP LOCKED
+    -- ended_at again: a row ended since the statement's snapshot is read anew once locked.
+    SELECT a.id FROM attempt a JOIN live l ON l.id = a.id
+    WHERE a.ended_at IS NULL
+    FOR NO KEY UPDATE OF a SKIP LOCKED
 ), renewed AS (
     UPDATE attempt a SET heartbeat_at = now(), lease_expires_at = now() + make_interval(secs => $2)
     FROM held h, job j
