@@ -1,7 +1,8 @@
 """The sandbox page as a person meets it, in Debian's Chromium: markdown as Discord renders it,
 live relative times, a layout without overlaps at phone and laptop widths, an operator settling
-an ``unknown`` job, the composer refusing an over-long task before sending it, dismissable
-ephemeral answers, a job's timeline, and the open thread kept across a reload."""
+an ``unknown`` job, the composer refusing an over-long task before sending it and keeping a line
+typed while the previous one is sent, dismissable ephemeral answers, a job's timeline, and the
+open thread kept across a reload."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Page, Route, expect
 
 from .conftest import PROBE_ENV, Sandbox, running_sandbox
 from .test_sandbox import WAIT_MS, open_page, open_thread, states_of, summon
@@ -196,6 +197,39 @@ def test_ephemeral_answers_are_dismissed_and_do_not_outlive_a_reload(
     expect(answers).to_have_count(1, timeout=WAIT_MS)
     expect(answers.first.locator(".used")).to_contain_text("used /job status")
     expect(answers.first).to_contain_text("No such job.")
+
+
+def test_a_line_typed_while_the_previous_one_is_on_its_way_is_kept(
+    sandbox: Sandbox, browser_page: Page
+) -> None:
+    """The composer clears the line it sent once the send is done, not the line typed since:
+    the same command typed again while the first was on its way is sent too (CI saw the second
+    of two quick /job list vanish unsent)."""
+    page = browser_page
+    open_page(page, sandbox)
+    held: list[Route] = []
+
+    def hold(route: Route) -> None:  # the first send waits until it is released
+        held.append(route)
+
+    page.route("**/_emulator/page/send", hold)
+    box = page.locator("#main-pane .composer-input")
+    box.fill("/job list")
+    box.press("Enter")
+    for _ in range(200):
+        if held:
+            break
+        page.wait_for_timeout(25)
+    assert len(held) == 1
+    box.fill("/job list")  # the person's next line, typed while the first is on its way
+    held[0].continue_()
+    page.unroute("**/_emulator/page/send")
+    answers = page.locator("#main-pane li.message.ephemeral")
+    expect(answers).to_have_count(1, timeout=WAIT_MS)
+    expect(box).to_have_value("/job list")
+    box.press("Enter")
+    expect(answers).to_have_count(2, timeout=WAIT_MS)
+    expect(box).to_have_value("")
 
 
 def test_the_timeline_shows_every_event_of_a_job(

@@ -498,6 +498,8 @@ class Composer {
     this.field = null; // the option field whose suggestions are shown
     this.items = [];
     this.selected = -1;
+    this.edits = 0; // every change to the line or an option field, to tell a new line from a sent one
+    this.form.addEventListener("input", () => { this.edits += 1; });
     this.input.addEventListener("input", () => {
       if (this.command && this.input.value !== this.command.line) this.closeFields();
       this.complete();
@@ -670,10 +672,15 @@ class Composer {
     this.hide();
     const body = { user_id: page.userId, channel_id: this.pane.channelId, text };
     if (this.command) Object.assign(body, { text: `/${this.command.path}`, options: this.fieldValues() });
+    const edits = this.edits;
     try {
       await api("/_emulator/page/send", { method: "POST", body: JSON.stringify(body) });
-      this.closeFields();
-      this.input.value = "";
+      // Clear what was sent, not what was typed since (even the same command again): a line
+      // written while this one was on its way is the person's next message.
+      if (this.edits === edits) {
+        this.closeFields();
+        this.input.value = "";
+      }
       this.error("");
     } catch (err) {
       this.error(err.message);
