@@ -9,17 +9,21 @@ format: one JSON object per line when it is not a TTY. Secrets are redacted on e
 either source: by key name, and by value (:func:`jobs.secrets.scrub`: the configured secrets and
 anything shaped like a credential, in every string, tracebacks included).
 
-structlog (with rich, which it loads when installed) takes a tenth of a second or more to import:
-the loggers of :func:`get_logger` import it on their first use, and a one-shot command that logs
+structlog is imported on first use (:func:`structlog_module`): a one-shot command that logs
 nothing (``errand job status``) configures lazily (``configure(..., lazy=True)``) and never pays
-for it; its first log line, from either source, applies the configuration first.
+for it; its first log line, from either source, applies the configuration first. It is imported
+without rich: structlog loads rich whenever it is installed (typer installs it) only to draw
+tracebacks on a console, and that import was most of the 0.1 s (0.08 s on a slow host) that
+importing structlog cost every process that logs, a worker's start included. Tracebacks on a
+console are Python's own format, in every process (the renderer is told so explicitly).
 """
 
 from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import MutableMapping
+from collections.abc import Callable, MutableMapping
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, cast
 
 from jobs.secrets import scrub, scrub_data
@@ -66,6 +70,37 @@ _pending: tuple[str, str, bool] | None = None
 """A configuration :func:`configure` deferred until the first log line."""
 
 
+def structlog_module() -> ModuleType:
+    """structlog, imported (once) without rich when nothing has imported rich yet.
+
+    rich is an optional dependency of structlog, which falls back to plain tracebacks without it;
+    hiding it only for the duration of structlog's own import leaves it importable for anyone
+    else (typer's help, a handler's own use).
+    """
+    if "structlog" not in sys.modules and "rich" not in sys.modules:
+        sys.modules["rich"] = None  # type: ignore[assignment]  # "import rich" fails meanwhile
+        try:
+            import structlog
+        finally:
+            if "rich" in sys.modules and sys.modules["rich"] is None:
+                del sys.modules["rich"]
+    import structlog
+
+    return structlog
+
+
+_bind: Callable[..., Any] | None = None
+
+
+def bind_contextvars(**values: Any) -> None:
+    """``structlog.contextvars.bind_contextvars``: every later line of this task carries these
+    (called for every job a worker starts: structlog's function is looked up once)."""
+    global _bind
+    if _bind is None:
+        _bind = structlog_module().contextvars.bind_contextvars
+    _bind(**values)
+
+
 def _level(level: str) -> int:
     return logging.getLevelNamesMapping().get(level.upper(), logging.INFO)
 
@@ -96,11 +131,14 @@ def _apply() -> None:
     if _pending is None:
         return
     (level, fmt, cache), _pending = _pending, None
-    import structlog
+    structlog = structlog_module()
 
     use_console = fmt == "console" or (fmt == "auto" and sys.stderr.isatty())
     renderer: Any = (
-        structlog.dev.ConsoleRenderer() if use_console else structlog.processors.JSONRenderer()
+        # Plain tracebacks whether or not something imported rich first: one look everywhere.
+        structlog.dev.ConsoleRenderer(exception_formatter=structlog.dev.plain_traceback)
+        if use_console
+        else structlog.processors.JSONRenderer()
     )
     numeric = _level(level)
     shared: list[Any] = [
@@ -144,8 +182,7 @@ class _Logger:
 
     def __getattr__(self, attr: str) -> Any:
         if self._bound is None:
-            import structlog
-
+            structlog = structlog_module()
             _apply()
             self._bound = structlog.get_logger(component=self._name)
         return getattr(self._bound, attr)

@@ -12,15 +12,16 @@ import asyncio
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from enum import StrEnum
-from typing import Any, TypeVar
-
-import structlog
-from structlog.typing import FilteringBoundLogger
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from jobs.engine.db import ride_out
 from jobs.engine.records import AttemptRecords
 from jobs.engine.store import JobStore
 from jobs.errors import JobCancelled
+from jobs.logs import structlog_module
+
+if TYPE_CHECKING:
+    from structlog.typing import FilteringBoundLogger
 
 T = TypeVar("T")
 
@@ -77,7 +78,8 @@ class Attempt:
         """A structlog logger bound to the job, attempt and kind (made on first use: most jobs
         never log, and binding one per job is a measurable share of a no-op job's cost)."""
         if self._log is None:
-            self._log = structlog.get_logger("job").bind(
+            logger = structlog_module().get_logger("job")
+            self._log = logger.bind(
                 job_id=self.public_id, attempt_id=self.attempt_id, kind=self.kind
             )
         return self._log

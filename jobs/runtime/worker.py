@@ -19,14 +19,13 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg
-import structlog
 
 from jobs.engine import observe
 from jobs.engine.db import UNAVAILABLE, DatabaseUnavailable, connect, is_unavailable
 from jobs.engine.ids import incarnation
 from jobs.engine.model import Claim
 from jobs.engine.store import Finish, JobStore
-from jobs.logs import get_logger
+from jobs.logs import bind_contextvars, get_logger
 from jobs.retry import backoff
 from jobs.runtime.attempt import StopReason
 from jobs.runtime.budget import Budget
@@ -473,7 +472,7 @@ class Worker:
             ctx.request_stop(StopReason.CANCEL)
 
     async def _run(self, claim: Claim, ctx: Context) -> None:
-        structlog.contextvars.bind_contextvars(job_id=claim.public_id, attempt_id=claim.attempt_id)
+        bind_contextvars(job_id=claim.public_id, attempt_id=claim.attempt_id)
         observe.attempt_started(claim.kind)
         started = time.monotonic()
         finish: Finish | None = None

@@ -99,3 +99,43 @@ def test_configured_secrets_are_redacted_by_value_from_structlog_and_library_lin
     ]
     assert lines[0]["error"] == "refused ***"
     assert "RuntimeError: boom ***" in lines[2]["exception"]
+
+
+# A process of its own: this one imported structlog (and rich) long ago.
+_CONSOLE_PROCESS = """
+import logging, sys
+from jobs.logs import configure, get_logger
+from jobs.secrets import register
+register("s3cr3t-value")
+configure("info", "console", cache=False)
+log = get_logger("t")
+try:
+    raise RuntimeError("boom s3cr3t-value")
+except RuntimeError:
+    log.exception("went wrong", token="s3cr3t-value")
+logging.getLogger("asyncpg").warning("library line")
+print("rich imported:", "rich" in sys.modules)
+import rich.text  # still importable by anyone else (typer's help, a handler)
+print("rich after:", rich.text.Text("x").plain)
+"""
+
+
+def test_logging_never_loads_rich_and_renders_plain_tracebacks_on_a_console() -> None:
+    """structlog is imported without rich (most of its import cost, paid by every worker at
+    start): a process that logs, tracebacks included, on a console or not, never loads rich,
+    which stays importable; the traceback is Python's own, redacted, and library lines come
+    through the same renderer."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _CONSOLE_PROCESS], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["rich imported: False", "rich after: x"]
+    err = done.stderr
+    assert "went wrong" in err
+    assert "library line" in err
+    assert "Traceback (most recent call last):" in err
+    assert "RuntimeError: boom ***" in err
+    assert "s3cr3t-value" not in err
