@@ -249,10 +249,30 @@ def resolve_dsn(settings: DatabaseSettings) -> str:
     return embedded_dsn(settings.data_dir or default_data_dir() / "pgdata")
 
 
+ENUM_TYPES = ("job_state", "job_actor")
+"""Errand's enum types (migrations/0001_job_record.sql), read and written as the text they are."""
+
+
 async def init_connection(conn: asyncpg.Connection) -> None:
-    """Decode json/jsonb to Python objects on every connection."""
+    """Decode json/jsonb to Python objects on every connection, and Errand's enums as text.
+
+    The enums get their codec here, by name, because asyncpg otherwise learns of a type it does
+    not know with a large catalog query the first time a statement uses it, planned afresh on
+    every new connection: 10-15 ms of a one-shot command's 30 ms of database work (``errand job
+    status`` on a slow 2-core host), against 3 ms for this. Where they do not exist yet (before
+    the first migration) asyncpg finds them later, as before.
+    """
     for name in ("json", "jsonb"):
         await conn.set_type_codec(name, encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
+    # Where the migrations put them: the first schema of the search path they ran with.
+    schema = await conn.fetchval(
+        "SELECT n.nspname FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace"
+        " WHERE t.oid = to_regtype($1)",
+        ENUM_TYPES[0],
+    )
+    if schema is not None:
+        for name in ENUM_TYPES:
+            await conn.set_type_codec(name, schema=schema, encoder=str, decoder=str, format="text")
 
 
 async def connect(dsn: str) -> asyncpg.Connection:

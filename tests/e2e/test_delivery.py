@@ -128,13 +128,21 @@ async def test_discord_5xx_answers_are_retried_without_counting_and_never_dead_l
         )
         [notice] = await poll(lambda: errand.notices(thread_id), timeout=30)
         assert "**succeeded**" in notice.content
+
+        async def recorded() -> list[asyncpg.Record]:
+            rows = await errand.pool.fetch(
+                "SELECT o.attempts, o.dead_at, o.delivered_at, o.external_id FROM outbox o JOIN"
+                " job j ON j.id = o.job_id WHERE j.public_id = $1"
+                " AND o.payload->>'to' = 'succeeded'",
+                job_id,
+            )
+            return rows if all(r["delivered_at"] for r in rows) else []
+
+        # The message reaches Discord before the bot records it: wait for the record before
+        # stopping the bot (which would leave it to the next one, and the nonce).
+        rows = await poll(recorded, timeout=10)
     failed = [t for t in errand.emu.faults.triggered if t[2] == 503]
     assert len(failed) == 2
-    rows = await errand.pool.fetch(
-        "SELECT o.attempts, o.dead_at, o.delivered_at, o.external_id FROM outbox o "
-        "JOIN job j ON j.id = o.job_id WHERE j.public_id = $1 AND o.payload->>'to' = 'succeeded'",
-        job_id,
-    )
     assert [(r["attempts"], r["dead_at"], r["external_id"]) for r in rows] == [
         (1, None, str(notice.id))
     ]

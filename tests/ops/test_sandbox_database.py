@@ -183,3 +183,25 @@ async def test_errand_job_in_another_terminal_sees_the_sandboxs_jobs(data_root: 
         proc.send_signal(signal.SIGINT)
         assert await asyncio.wait_for(proc.wait(), 30) == 0
     assert await _gone(data_dir / "pgdata") == []
+
+
+async def test_a_one_shot_command_stops_the_embedded_server_it_started_when_it_exits(
+    data_root: Path,
+) -> None:
+    """``errand job ...`` with no server running starts the embedded one, answers, and, as its
+    only user, stops it on the way out (one-shot commands skip the interpreter's teardown at
+    exit, not the exit handlers that stop the server); a bad id exits 2 the same way."""
+    pgdata = data_root / "pgdata"
+    env = _environment(data_root / "home") | {"ERRAND_DB_DATA_DIR": str(pgdata)}
+    made = await run_cli(env, "job", "submit", "noop", "--json")
+    assert made.code == 0, made.err
+    job_id = json.loads(made.out)["id"]
+    assert await _gone(pgdata) == []
+    status = await run_cli(env, "job", "status", job_id, "--json")
+    assert status.code == 0, status.err
+    assert json.loads(status.out)["id"] == job_id  # the job outlived the server's stop
+    assert await _gone(pgdata) == []
+    missing = await run_cli(env, "job", "status", "zzzzzzzz")
+    assert missing.code == 2
+    assert "zzzzzzzz" in missing.err
+    assert await _gone(pgdata) == []
