@@ -136,4 +136,4 @@ app = build_app()
 
 def main() -> None:
     """Run the ``errand`` CLI."""
-    run_cli(app)
+    run_cli(app, fast_exit=True)

@@ -77,7 +77,8 @@ def structlog_module() -> ModuleType:
     hiding it only for the duration of structlog's own import leaves it importable for anyone
     else (typer's help, a handler's own use).
     """
-    if "structlog" not in sys.modules and "rich" not in sys.modules:
+    # Only while this is the process's one thread: "rich" is hidden from the whole process.
+    if "structlog" not in sys.modules and "rich" not in sys.modules and _one_thread():
         sys.modules["rich"] = None  # type: ignore[assignment]  # "import rich" fails meanwhile
         try:
             import structlog
@@ -87,6 +88,12 @@ def structlog_module() -> ModuleType:
     import structlog
 
     return structlog
+
+
+def _one_thread() -> bool:
+    import threading
+
+    return threading.active_count() == 1
 
 
 _bind: Callable[..., Any] | None = None

@@ -272,7 +272,8 @@ async def init_connection(conn: asyncpg.Connection) -> None:
     )
     if schema is not None:
         for name in ENUM_TYPES:
-            await conn.set_type_codec(name, schema=schema, encoder=str, decoder=str, format="text")
+            # asyncpg's own codec for enums (text, in both formats: COPY still works).
+            await conn.set_builtin_type_codec(name, schema=schema, codec_name="text")
 
 
 async def connect(dsn: str) -> asyncpg.Connection:

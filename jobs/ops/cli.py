@@ -765,9 +765,18 @@ def prune(
     emit(done.to_json(), as_json, f"{verb} {done.jobs} job(s)")
 
 
-def run(application: typer.Typer) -> NoReturn:
-    """Run a CLI app; a usage error (bad option, missing argument) is one line and exit 2."""
+def run(application: typer.Typer, *, fast_exit: bool = False) -> NoReturn:
+    """Run a CLI app; a usage error (bad option, missing argument) is one line and exit 2.
+
+    ``fast_exit``: end the process through :func:`exit_now` (an entry point's own ``main``);
+    otherwise through ``SystemExit``, so a caller's cleanup and ``pytest.raises`` still work.
+    """
     from typer.exceptions import TyperException
+
+    def end(code: int) -> NoReturn:
+        if fast_exit:
+            exit_now(code)
+        sys.exit(code)
 
     try:
         code = application(standalone_mode=False)
@@ -775,13 +784,13 @@ def run(application: typer.Typer) -> NoReturn:
         message = " ".join(exc.format_message().split())
         if message:  # empty when the help was shown (no arguments at all)
             typer.echo(f"error: {message} (see --help)", err=True)
-        exit_now(exc.exit_code or 2)
+        end(exc.exit_code or 2)
     except (KeyboardInterrupt, typer.Abort):
         sys.exit(130)
     except Exception as exc:  # never a traceback: one line, and the log has the details
         typer.echo(f"error: internal error: {type(exc).__name__}: {one_line(exc)}", err=True)
-        exit_now(1)
-    exit_now(code if isinstance(code, int) else 0)
+        end(1)
+    end(code if isinstance(code, int) else 0)
 
 
 def exit_now(code: int) -> NoReturn:
@@ -793,16 +802,28 @@ def exit_now(code: int) -> NoReturn:
     stops it, logging flushes, finalizers of temporary files), then the standard streams are
     flushed; only the teardown is skipped, as mypy ends its runs. With another thread still
     running (a handler's, at a worker's exit), the ordinary exit is taken, which waits for it.
+    Output that cannot be written (a full disk) fails the command, as the ordinary exit does
+    (code 120); a reader that went away (``| head``) does not.
     """
     if threading.active_count() > 1:
         sys.exit(code)
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):  # a closed pipe (| head), a closed stream
+        if stream is None:  # the descriptor was closed when the process started
+            continue
+        try:
             stream.flush()
+        except BrokenPipeError:
+            pass
+        except (OSError, ValueError) as exc:
+            if stream is sys.stdout and code == 0:
+                code = 120
+                with contextlib.suppress(Exception):
+                    sys.stderr.write(f"error: output not written: {exc}\n")
+                    sys.stderr.flush()
     os._exit(code)
 
 
 def main() -> None:
     """Entry point of the engine-only CLI."""
-    run(app)
+    run(app, fast_exit=True)

@@ -113,3 +113,57 @@ async def test_status_shows_the_task_progress_and_the_result_or_the_reason(
     fields = dict(re.findall(r"^(\w+):\s+(.*)$", ran.out, re.M))
     assert fields["task"] == "sum up the README"
     assert "prompt" not in json.loads(fields.get("params", "{}"))
+
+
+# A one-line command run the way the `errand` entry point runs its commands. It prints without
+# flushing (typer.echo flushes, and a failed write is then the command's own error, exit 1), so
+# its line is written only as the process ends.
+_ONE_LINE_CLI = """
+import typer
+from jobs import run_cli
+app = typer.Typer()
+@app.command()
+def hello() -> None:
+    print("hello")
+run_cli(app, fast_exit=True)
+"""
+
+
+def _one_line(**popen: object) -> tuple[int, str]:
+    """That command with block-buffered output (as a program's stdout usually is), whose line
+    is written only when it ends; its exit code and stderr."""
+    import os
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    done = subprocess.run(  # type: ignore[call-overload]
+        [sys.executable, "-c", _ONE_LINE_CLI],
+        env=env,
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        timeout=60,
+        **popen,
+    )
+    return done.returncode, done.stderr.decode()
+
+
+def test_output_that_cannot_be_written_fails_the_command_and_a_closed_stdout_does_not() -> None:
+    """The CLI ends without the interpreter's teardown, but not without its output: a line that
+    cannot be written at the end (a full disk: /dev/full) is a non-zero exit with one line
+    saying so, as Python's own exit reports it; written, it is there; a command started with
+    its stdout closed still ends cleanly."""
+    import os
+    import tempfile
+
+    with open("/dev/full", "wb") as full:
+        code, err = _one_line(stdout=full)
+    assert code == 120
+    assert err.splitlines() == ["error: output not written: [Errno 28] No space left on device"]
+
+    with tempfile.TemporaryFile() as out:
+        code, err = _one_line(stdout=out)
+        out.seek(0)
+        assert (code, err, out.read()) == (0, "", b"hello\n")
+
+    code, err = _one_line(preexec_fn=lambda: os.close(1))
+    assert (code, err) == (0, "")

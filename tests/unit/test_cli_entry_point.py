@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import typer
 from typer.core import TyperGroup
 
@@ -23,3 +24,24 @@ def test_errand_has_the_engine_commands_and_the_bot_commands_side_by_side() -> N
     assert _commands(bot_app) == {"bot", "run", "sandbox"}
     assert engine.isdisjoint({"bot", "run", "sandbox"})
     assert _commands(app) == engine | {"bot", "run", "sandbox"}
+
+
+def test_run_cli_ends_through_system_exit_unless_an_entry_point_asks_for_the_fast_exit(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``jobs.run_cli`` is public: a caller composing its own entry point keeps its cleanup
+    (``finally``, ``pytest.raises``); only ``fast_exit=True`` (``errand``'s own ``main``) ends
+    the process without the interpreter's teardown."""
+    from jobs import run_cli
+
+    app = typer.Typer()
+
+    @app.command()
+    def hello() -> None:
+        typer.echo("hello")
+
+    monkeypatch.setattr("sys.argv", ["hello"])
+    with pytest.raises(SystemExit) as ended:
+        run_cli(app)
+    assert ended.value.code == 0
+    assert capsys.readouterr().out == "hello\n"
