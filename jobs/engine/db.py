@@ -279,7 +279,13 @@ async def init_connection(conn: asyncpg.Connection) -> None:
 async def connect(dsn: str) -> asyncpg.Connection:
     """One connection with Errand's codecs (for LISTEN and one-off commands)."""
     conn: asyncpg.Connection = await asyncpg.connect(dsn)
-    await init_connection(conn)
+    try:
+        await init_connection(conn)
+    except BaseException:
+        # Its queries fail when the server goes down just after accepting it (a restart): the
+        # connection is not handed out, so it is closed here, not left to the garbage collector.
+        conn.terminate()
+        raise
     return conn
 
 
