@@ -811,7 +811,7 @@ def render(
         "`python -m bench.bench_runtime` (sleeping jobs: RSS and heartbeat statements; the "
         "`demo` kind's step throughput) and `python -m bench.bench_bot` (the Discord bot against "
         "the emulator: answer latency, edits per job, terminal-edit delay) print their figures; "
-        "`pytest tests/ops/test_scale_out.py -s` prints how three workers share 2,000 jobs. "
+        "`pytest -n 0 -s tests/ops/test_scale_out.py` prints how three workers share 2,000 jobs. "
         "`python -m bench.bench_shards` (two sharded bot processes under load, on the emulator "
         "with Discord's limits) writes docs/performance-discord.md.",
         "",

@@ -5,6 +5,7 @@ as a whole interval late: "Can't keep up, shard ID None websocket is 41.3s behin
 from __future__ import annotations
 
 import asyncio
+import statistics
 
 import discord
 
@@ -25,4 +26,7 @@ async def test_measured_latency_stays_near_the_round_trip_not_the_interval() -> 
                 readings.append(client.latency)
     # Before the fix about one heartbeat in ten read as the whole interval (0.2 s here).
     assert max(readings) < INTERVAL_MS / 1000 / 2, readings
-    assert min(readings) >= emu.config.heartbeat_ack_delay_ms / 1000 * 0.9
+    # The ACK is held for the emulated round trip. discord.py's keep-alive thread records the
+    # send only once it gets the GIL back, so a busy machine can shorten a single reading: the
+    # median, not the minimum, must show the whole delay.
+    assert statistics.median(readings) >= emu.config.heartbeat_ack_delay_ms / 1000 * 0.9, readings

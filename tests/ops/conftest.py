@@ -68,6 +68,7 @@ class Relay:
         self.port = 0
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
 
     @property
     def dsn(self) -> str:
@@ -90,12 +91,25 @@ class Relay:
             writer.close()
 
     async def _relay(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
-        server_r, server_w = await self._open()
-        self._writers |= {client_w, server_w}
+        # Registered before anything is awaited, so a cut (or the fixture's close) in any phase
+        # of this connection aborts it rather than leaving it to the garbage collector.
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        self._writers.add(client_w)
+        server_w: asyncio.StreamWriter | None = None
         try:
+            if self._server is None:  # accepted just before a cut: drop it like the rest
+                client_w.transport.abort()
+                return
+            server_r, server_w = await self._open()
+            self._writers.add(server_w)
             await asyncio.gather(self._pump(client_r, server_w), self._pump(server_r, client_w))
+        except OSError:
+            client_w.transport.abort()
         finally:
-            self._writers -= {client_w, server_w}
+            self._writers -= {client_w, server_w} if server_w else {client_w}
+            self._tasks.discard(task)
 
     async def restore(self) -> None:
         """Listen (again, on the same port once it has one)."""
@@ -105,11 +119,20 @@ class Relay:
     async def cut(self) -> None:
         """Refuse new connections and drop every open one."""
         assert self._server is not None
-        self._server.close()
+        server, self._server = self._server, None
+        server.close()
         for writer in list(self._writers):
             writer.transport.abort()
-        await self._server.wait_closed()
-        self._server = None
+        await server.wait_closed()
+
+    async def close(self) -> None:
+        """Cut if listening, then wait for every relayed connection to be torn down (their
+        sockets closed before the test's event loop ends)."""
+        if self._server is not None:
+            await self.cut()
+        for writer in list(self._writers):
+            writer.transport.abort()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
 
 
 @pytest.fixture
@@ -118,8 +141,7 @@ async def relay(db_dsn: str) -> AsyncIterator[Relay]:
     link = Relay(db_dsn)
     await link.restore()
     yield link
-    if link._server is not None:
-        await link.cut()
+    await link.close()
 
 
 @pytest.fixture
