@@ -6,13 +6,14 @@ Secrets are ``SecretStr`` so that a settings object can be logged or printed wit
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import platformdirs
 from pydantic import AliasChoices, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from jobs.runtime.budget import Budget
+if TYPE_CHECKING:
+    from jobs.runtime.budget import Budget
 
 
 def default_data_dir() -> Path:
@@ -72,6 +73,10 @@ class BudgetSettings(BaseSettings):
 
     def budget(self) -> Budget:
         """These bounds as a :class:`~jobs.runtime.budget.Budget`."""
+        # Imported here: only a worker needs it, and its two models cost every one-shot command
+        # (job status, submit) their build at start-up.
+        from jobs.runtime.budget import Budget
+
         return Budget(**self.model_dump())
 
 
