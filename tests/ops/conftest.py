@@ -17,6 +17,7 @@ from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 import pytest
 
+from discord_emulator.server import stop_accepting
 from tests.cli_support import CLI, ROOT, Ran, cli_environment, run_cli
 
 if TYPE_CHECKING:
@@ -119,6 +120,7 @@ class Relay:
     async def cut(self) -> None:
         """Refuse new connections and drop every open one."""
         assert self._server is not None
+        await stop_accepting(self._server)
         server, self._server = self._server, None
         server.close()
         for writer in list(self._writers):
