@@ -34,7 +34,7 @@ from .state import DM, Channel, State
 
 # EmulatorConfig and RequestRecord live in .config (every part reads them) and stay importable
 # from here, where they were first defined.
-__all__ = ["Emulator", "EmulatorConfig", "RequestRecord"]
+__all__ = ["Emulator", "EmulatorConfig", "RequestRecord", "stop_accepting"]
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +74,6 @@ class Emulator(Control):
         self.actions = Actions(self)
         self.requests: deque[RequestRecord] = deque(maxlen=20000)
         self._runner: web.AppRunner | None = None
-        self._site: web.TCPSite | None = None
         self._port: int | None = None
         # Extra routes (e.g. the chat page) added to every app this emulator builds.
         self.app_setup: list[Callable[[web.Application], None]] = []
@@ -124,7 +123,6 @@ class Emulator(Control):
         )
         await site.start()
         self._runner = runner
-        self._site = site
         if self._port is None:
             server = site._server
             assert server is not None
@@ -136,11 +134,11 @@ class Emulator(Control):
     async def stop(self) -> None:
         if self._runner is None:
             return
-        await stop_accepting(self._site._server if self._site is not None else None)
+        for site in self._runner.sites:
+            await stop_accepting(site._server)
         await self.gateway.close_all()
         await self._runner.cleanup()
         self._runner = None
-        self._site = None
 
     async def restart(self) -> None:
         """Drop every socket and serve again on the same port; all state (and gateway
