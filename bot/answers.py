@@ -158,9 +158,15 @@ class Answers:
                 self._answers.pop(answer.job_id, None)
                 return
 
-    def forget_all(self) -> None:
+    def stop_watching(self) -> list[asyncio.Task[None]]:
+        """Stop watching job states; the edits still under way, to finish or cancel (an edit's
+        task ends on its own once its answer shows the latest state). Their answers stay
+        followed, so delivery does not edit them too, until :meth:`forget_all`."""
         if self._watcher is not None:
             self._watcher.cancel()
+        return [a.task for a in self._answers.values() if a.task is not None and not a.task.done()]
+
+    def forget_all(self) -> None:
         for answer in self._answers.values():
             if answer.task is not None:
                 answer.task.cancel()

@@ -107,6 +107,7 @@ class Delivery:
         self._stopping = False
         self._last_edit: dict[int, float] = {}
         self._lookups: set[asyncio.Task[None]] = set()
+        self._in_round: set[int] = set()  # job ids whose actor is in a round (stop drains them)
         self.discord = DiscordIO(client, settings.request_rate())
         self.answers = Answers(store, self._record_answer, self._job_states)
         # This process, as the owner of render leases.
@@ -123,12 +124,21 @@ class Delivery:
         self.answers.start()
 
     async def stop(self) -> None:
-        """Stop every actor; leased rows become due again when their lease runs out."""
+        """Stop delivering. Rounds and answer edits under way get ``delivery_drain_seconds``
+        to finish, so what reached Discord is recorded (a deploy sends nothing twice); then
+        every task is cancelled, and leased rows become due again when their lease runs out."""
         self._stopping = True
-        self.answers.forget_all()
-        tasks = [t for t in [self._task, *self.actors.values()] if t is not None]
+        busy = self.answers.stop_watching()
+        busy += [task for job_id, task in self.actors.items() if job_id in self._in_round]
+        tasks = [t for t in [self._task, *self.actors.values(), *busy] if t is not None]
         for task in tasks:
+            if task not in busy:  # idle: waiting for a change, a retry or a backoff
+                task.cancel()
+        if busy:
+            await asyncio.wait(busy, timeout=self.settings.delivery_drain_seconds)
+        for task in busy:
             task.cancel()
+        self.answers.forget_all()
         await asyncio.gather(*tasks, return_exceptions=True)
         self.discord.close()
         with contextlib.suppress(*_TRANSIENT):
@@ -236,9 +246,11 @@ class Delivery:
             while not self._stopping:
                 event.clear()
                 try:
-                    finished = await self._round(job_id, public_id)
+                    finished = await self._drained_round(job_id, public_id)
                     errors = 0
                 except Retry:
+                    if self._stopping:
+                        return
                     await asyncio.sleep(0.2)
                     event.set()
                     continue
@@ -254,12 +266,12 @@ class Delivery:
                         error=repr(exc),
                         exc_info=not isinstance(exc, _TRANSIENT_ROUND),
                     )
-                    if errors >= 5:
+                    if errors >= 5 or self._stopping:
                         return
                     await asyncio.sleep(backoff(errors + 1, base=0.5, cap=10.0, jitter=False))
                     event.set()
                     continue
-                if finished:
+                if finished or self._stopping:
                     return
                 await event.wait()
         finally:
@@ -272,6 +284,14 @@ class Delivery:
                 self.dirty.pop(job_id, None)
                 self.ids.pop(public_id, None)
                 self._last_edit.pop(job_id, None)
+
+    async def _drained_round(self, job_id: int, public_id: str) -> bool:
+        """A round that :meth:`stop` lets finish (within ``delivery_drain_seconds``)."""
+        self._in_round.add(job_id)
+        try:
+            return await self._round(job_id, public_id)
+        finally:
+            self._in_round.discard(job_id)
 
     async def _round(self, job_id: int, public_id: str) -> bool:
         """One delivery round; True when the job is finished and fully delivered."""

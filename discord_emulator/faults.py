@@ -1,4 +1,5 @@
-"""Fault injection for REST: added latency, 5xx answers and 429 storms, matched by route.
+"""Fault injection for REST: added latency, held answers, 5xx answers and 429 storms, matched
+by route.
 
 Faults are consumed in order: each matching request uses up one count. They are not Discord
 rules, they reproduce Discord's bad days so the bot's retry paths get exercised.
@@ -7,7 +8,7 @@ rules, they reproduce Discord's bad days so the bot's retry paths get exercised.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .errors import DiscordError
 from .ratelimit import too_many
@@ -30,16 +31,42 @@ class Fault:
         return self.path_contains is None or self.path_contains in path
 
 
+@dataclass
+class Hold:
+    """One request Discord has handled whose answer is held back until the test releases it:
+    a slow answer whose timing the test controls (stop the bot while a request is in flight)."""
+
+    path_contains: str | None = None
+    method: str | None = None
+    arrived: asyncio.Event = field(default_factory=asyncio.Event)
+    released: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def matches(self, method: str, path: str) -> bool:
+        if self.method is not None and self.method.upper() != method.upper():
+            return False
+        return self.path_contains is None or self.path_contains in path
+
+    def release(self) -> None:
+        self.released.set()
+
+
 class Faults:
     def __init__(self) -> None:
         self.latency: float = 0.0
         self.latency_path: str | None = None
         self.pending: list[Fault] = []
+        self.holds: list[Hold] = []
         self.triggered: list[tuple[str, str, int]] = []
 
     def add_latency(self, seconds: float, path_contains: str | None = None) -> None:
         self.latency = seconds
         self.latency_path = path_contains
+
+    def hold_next(self, *, path_contains: str | None = None, method: str | None = None) -> Hold:
+        """Handle the next matching request, and hold its answer back until ``release()``."""
+        hold = Hold(path_contains, method)
+        self.holds.append(hold)
+        return hold
 
     def fail_next(
         self,
@@ -79,6 +106,9 @@ class Faults:
         self.latency = 0.0
         self.latency_path = None
         self.pending.clear()
+        for hold in self.holds:
+            hold.release()
+        self.holds.clear()
 
     async def apply(self, method: str, path: str) -> None:
         if self.latency and (self.latency_path is None or self.latency_path in path):
@@ -99,3 +129,11 @@ class Faults:
                 }.get(fault.status, "Error")
                 raise DiscordError(fault.status, 0, f"{fault.status}: {reason}")
         self.pending = [f for f in self.pending if f.count > 0]
+
+    async def hold_answer(self, method: str, path: str) -> None:
+        """Wait here, after Discord handled the request, if a hold matches it."""
+        hold = next((h for h in self.holds if h.matches(method, path)), None)
+        if hold is not None:
+            self.holds.remove(hold)
+            hold.arrived.set()
+            await hold.released.wait()

@@ -211,6 +211,7 @@ class Emulator(Control):
                 raise errors.not_found_route() from None
             response.headers.update(headers)
             status = response.status
+            await self.faults.hold_answer(request.method, request.path)
             return response
         except errors.DiscordError as exc:
             status, code, body = exc.status, exc.code, exc.body()

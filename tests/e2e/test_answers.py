@@ -4,6 +4,7 @@ when the token is gone."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import tests.kinds_for_tests  # noqa: F401  (registers one_shot)
@@ -65,12 +66,49 @@ async def test_a_restarted_bot_settles_the_answer_with_its_own_token(
         if r.method == "PATCH"
     ]
     assert len(bot_edits) == 1  # one terminal edit with the bot's token, no more
-    binding = await errand.pool.fetchrow(
-        "SELECT b.answer_state::text AS s FROM discord_binding b JOIN job j ON j.id = b.job_id "
+    assert await _answer_state(errand, job_id) == "succeeded"
+
+
+async def test_a_bot_stopped_while_its_answer_edit_is_in_flight_records_the_edit(
+    errand: Errand, worker: Worker
+) -> None:
+    """A deploy's SIGTERM lands while Discord is answering the last edit through the
+    interaction token: the bot waits for it and records it, so no one edits it again."""
+    bot = errand.new_bot()
+    async with running_bot(errand.emu, bot):
+        handle = await errand.emu.invoke_slash(
+            errand.world.alice,
+            errand.world.channel,
+            "summon",
+            {"task": "long", "params": "steps=2 step_seconds=0.5"},
+        )
+        answer = await handle.wait_original(timeout=10)
+        job_id = answer.content.split("`")[1]
+        await poll(lambda: "is running" in errand.emu.message(answer.id).content, timeout=20)
+        hold = errand.emu.faults.hold_next(path_contains="/messages/@original", method="PATCH")
+        await asyncio.wait_for(hold.arrived.wait(), 20)
+        assert "**succeeded**" in errand.emu.message(answer.id).content
+        closing = asyncio.create_task(bot.close())
+        await asyncio.sleep(0.3)
+        assert not closing.done()  # the stop waits for the edit under way
+        hold.release()
+        await asyncio.wait_for(closing, 10)
+        assert await _answer_state(errand, job_id) == "succeeded"
+    async with running_bot(errand.emu, errand.new_bot()):
+        await asyncio.sleep(0.5)  # a few delivery rounds: the answer is settled already
+    assert not [
+        r
+        for r in errand.emu.request_log(path_contains=f"/messages/{answer.id}")
+        if r.method == "PATCH"
+    ]
+
+
+async def _answer_state(errand: Errand, job_id: str) -> str | None:
+    return await errand.pool.fetchval(  # type: ignore[no-any-return]
+        "SELECT b.answer_state::text FROM discord_binding b JOIN job j ON j.id = b.job_id "
         "WHERE j.public_id = $1",
         job_id,
     )
-    assert binding["s"] == "succeeded"
 
 
 async def _state(errand: Errand, job_id: str, state: str) -> bool:

@@ -48,6 +48,81 @@ async def _state(errand: Errand, job_id: str, state: str) -> bool:
     return (await errand.job(job_id)).state.value == state
 
 
+async def _succeeded_rows(errand: Errand, job_id: str) -> list[asyncpg.Record]:
+    return await errand.pool.fetch(
+        "SELECT o.delivered_at, o.external_id FROM outbox o JOIN job j ON j.id = o.job_id"
+        " WHERE j.public_id = $1 AND o.payload->>'to' = 'succeeded'",
+        job_id,
+    )
+
+
+async def test_a_bot_stopped_while_its_notice_is_in_flight_records_it_before_it_stops(
+    errand: Errand, worker: Worker
+) -> None:
+    """A deploy's SIGTERM lands while Discord is answering a notice: the bot waits for the
+    answer and records it (delivery_drain_seconds), so the next bot sends nothing again."""
+    bot = errand.new_bot()
+    async with running_bot(errand.emu, bot):
+        errand.bot = bot
+        _, job_id = await errand.summon(params="steps=2 step_seconds=0.5")
+        thread_id = await errand.thread_of(job_id)  # the progress message is posted
+        hold = errand.emu.faults.hold_next(
+            path_contains=f"/channels/{thread_id}/messages", method="POST"
+        )
+        await asyncio.wait_for(hold.arrived.wait(), 20)  # Discord has the notice; no answer yet
+        closing = asyncio.create_task(bot.close())
+        await asyncio.sleep(0.3)
+        assert not closing.done()  # the stop waits for the round under way
+        hold.release()
+        await asyncio.wait_for(closing, 10)
+        [notice] = errand.notices(thread_id)
+        assert [
+            (r["delivered_at"] is not None, r["external_id"])
+            for r in await _succeeded_rows(errand, job_id)
+        ] == [(True, str(notice.id))]
+    async with running_bot(errand.emu, errand.new_bot()):
+        await asyncio.sleep(0.5)  # a few delivery polls: nothing is due
+    assert errand.notices(thread_id) == [notice]
+    posts = [
+        r
+        for r in errand.emu.request_log(path_contains=f"/channels/{thread_id}/messages")
+        if r.method == "POST"
+    ]
+    assert len(posts) == 2  # the progress message and the notice, each sent once
+
+
+async def test_the_stop_waits_for_delivery_no_longer_than_its_drain_time(
+    errand: Errand, worker: Worker
+) -> None:
+    """A notice Discord does not answer within delivery_drain_seconds is cut off; its row stays
+    due, and the next bot sends it again under the same nonce: still one notice in the thread."""
+    bot = errand.new_bot(delivery_drain_seconds=0.3)
+    async with running_bot(errand.emu, bot):
+        errand.bot = bot
+        _, job_id = await errand.summon(params="steps=2 step_seconds=0.5")
+        thread_id = await errand.thread_of(job_id)
+        hold = errand.emu.faults.hold_next(
+            path_contains=f"/channels/{thread_id}/messages", method="POST"
+        )
+        await asyncio.wait_for(hold.arrived.wait(), 20)
+        started = time.monotonic()
+        await asyncio.wait_for(bot.close(), 10)
+        stopped_after = time.monotonic() - started
+        hold.release()  # the answer comes, to a bot that has stopped listening
+        assert len(errand.notices(thread_id)) == 1
+        assert [r["delivered_at"] for r in await _succeeded_rows(errand, job_id)] == [None]
+    assert 0.3 <= stopped_after < 5.0, stopped_after
+    async with running_bot(errand.emu, errand.new_bot()):
+        rows = await poll(lambda: _delivered(errand, job_id), timeout=20)
+    [notice] = errand.notices(thread_id)
+    assert [r["external_id"] for r in rows] == [str(notice.id)]
+
+
+async def _delivered(errand: Errand, job_id: str) -> list[asyncpg.Record]:
+    rows = await _succeeded_rows(errand, job_id)
+    return rows if rows and all(r["delivered_at"] for r in rows) else []
+
+
 async def test_the_cancel_button_works_after_a_restart(errand: Errand, worker: Worker) -> None:
     """A button posted by one bot process is handled by the next one (DynamicItem)."""
     first = errand.new_bot()

@@ -1,5 +1,5 @@
 """The bot as a process: ``errand bot`` against the emulator, killed with SIGKILL around a
-notice, restarted, and refused without a good token."""
+notice, stopped with SIGTERM during one, restarted, and refused without a good token."""
 
 from __future__ import annotations
 
@@ -134,6 +134,33 @@ async def test_sigkill_as_the_notice_lands_does_not_duplicate_it(
         await proc.wait()
     async with bot_process(errand, tmp_path):
         await _delivered_once(errand, job_id)
+
+
+async def test_sigterm_while_a_notice_is_in_flight_records_it_before_the_bot_exits(
+    errand: Errand, worker: Worker, tmp_path: Path
+) -> None:
+    """A deploy stops the bot (SIGTERM) while Discord is answering a notice: the process
+    waits for the answer, records the delivery, then exits 0; nothing is left to resend."""
+    async with bot_process(errand, tmp_path) as proc:
+        _, job_id = await errand.summon(params="steps=2 step_seconds=0.5")
+        thread_id = await errand.thread_of(job_id)
+        hold = errand.emu.faults.hold_next(
+            path_contains=f"/channels/{thread_id}/messages", method="POST"
+        )
+        await asyncio.wait_for(hold.arrived.wait(), 20)
+        proc.send_signal(signal.SIGTERM)
+        await asyncio.sleep(0.5)
+        assert proc.returncode is None  # still waiting for Discord's answer
+        hold.release()
+        assert await asyncio.wait_for(proc.wait(), 15) == 0
+    [notice] = errand.notices(thread_id)
+    row = await errand.pool.fetchrow(
+        "SELECT o.delivered_at, o.external_id FROM outbox o JOIN job j ON j.id = o.job_id"
+        " WHERE j.public_id = $1 AND o.payload->>'to' = 'succeeded'",
+        job_id,
+    )
+    assert row["delivered_at"] is not None
+    assert row["external_id"] == str(notice.id)
 
 
 async def _succeeded(errand: Errand, job_id: str) -> bool:

@@ -4,6 +4,7 @@ limit, 5xx answers and latency."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -163,6 +164,25 @@ async def test_server_errors_and_latency(world: World, running: commands.Bot) ->
     await channel.send("slow")
     assert time.perf_counter() - start >= 0.2
     emu.faults.clear()
+
+
+async def test_a_held_answer_waits_for_its_release_and_only_the_matching_one(
+    world: World, running: commands.Bot
+) -> None:
+    emu = world.emu
+    channel = running.get_channel(world.channel.id)
+    assert isinstance(channel, discord.TextChannel)
+    hold = emu.faults.hold_next(path_contains=f"/channels/{channel.id}/messages", method="POST")
+    held = asyncio.create_task(channel.send("held"))
+    await asyncio.wait_for(hold.arrived.wait(), 5)
+    await running.fetch_channel(channel.id)  # another route goes through meanwhile
+    await asyncio.sleep(0.1)
+    assert not held.done()
+    assert [m.content for m in emu.history(channel.id)] == ["held"]  # handled, answer held
+    hold.release()
+    msg = await asyncio.wait_for(held, 5)
+    assert [m.id for m in emu.history(channel.id)] == [msg.id]  # the answer is that message
+    assert (await channel.send("not held")).content == "not held"  # a hold is used up
 
 
 async def test_retry_after_header_is_whole_seconds_and_body_is_precise(
