@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import aiohttp
 import discord
 
 from bot import render
@@ -147,6 +148,11 @@ class Answers:
                 # Expired or deleted: the progress message and delivery's fallback show it.
                 log.info("answer.edit_failed", job_id=answer.public_id, status=exc.status)
                 self._answers.pop(answer.job_id, None)
+                return
+            except (OSError, aiohttp.ClientError) as exc:
+                # No answer from Discord (network): still followed, the watcher's next look
+                # sees the answer behind its job and tries again.
+                log.info("answer.edit_failed", job_id=answer.public_id, error=repr(exc))
                 return
             answer.shown = job.state
             log.debug("answer.edited", job_id=answer.public_id, state=job.state.value)

@@ -28,6 +28,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
+import aiohttp
 import asyncpg
 import discord
 
@@ -64,7 +65,19 @@ log = get_logger("bot.delivery")
 # Errors after which a round or the listener is simply tried again: the database unavailable
 # (the one list, jobs.engine.db.UNAVAILABLE) or refusing a statement.
 _TRANSIENT: tuple[type[BaseException], ...] = (*UNAVAILABLE, asyncpg.PostgresError)
-_TRANSIENT_ROUND: tuple[type[BaseException], ...] = (*_TRANSIENT, discord.DiscordServerError)
+# The way to Discord failing without an answer: OSError (refused, reset, timed out) and what
+# aiohttp raises outside OSError (the server or a proxy closed the connection before answering:
+# ServerDisconnectedError; a body cut short: ClientPayloadError). discord.py passes them on.
+_NETWORK: tuple[type[BaseException], ...] = (
+    OSError,
+    aiohttp.ClientConnectionError,
+    aiohttp.ClientPayloadError,
+)
+_TRANSIENT_ROUND: tuple[type[BaseException], ...] = (
+    *_TRANSIENT,
+    *_NETWORK,
+    discord.DiscordServerError,
+)
 
 
 def _hash(text: str) -> str:
@@ -327,7 +340,7 @@ class Delivery:
         except _TRANSIENT_ROUND as exc:
             # Transient (Discord 5xx, network, database): try again soon, no attempt counted.
             await self.outbox.release(pending, 1.0)
-            if isinstance(exc, OSError):  # 5xx answers are counted where they arrive (trace)
+            if isinstance(exc, _NETWORK):  # 5xx answers are counted where they arrive (trace)
                 discord_retry("network")
             raise
         except discord.HTTPException as exc:

@@ -14,9 +14,13 @@ from .errors import DiscordError
 from .ratelimit import too_many
 
 
+class Disconnect(Exception):
+    """Close the request's connection without an answer."""
+
+
 @dataclass
 class Fault:
-    kind: str  # "status" or "ratelimit"
+    kind: str  # "status", "ratelimit" or "disconnect"
     count: int
     path_contains: str | None = None
     method: str | None = None
@@ -79,6 +83,13 @@ class Faults:
         """The next ``count`` matching requests get ``status`` (e.g. 500, 502, 503)."""
         self.pending.append(Fault("status", count, path_contains, method, status=status))
 
+    def disconnect_next(
+        self, count: int = 1, *, path_contains: str | None = None, method: str | None = None
+    ) -> None:
+        """The next ``count`` matching requests get no answer: the connection is closed (a
+        proxy or load balancer dropping it; aiohttp raises ``ServerDisconnectedError``)."""
+        self.pending.append(Fault("disconnect", count, path_contains, method, status=0))
+
     def ratelimit_next(
         self,
         count: int = 1,
@@ -121,6 +132,8 @@ class Faults:
                 )
                 if fault.kind == "ratelimit":
                     raise too_many(fault.retry_after, scope=fault.scope, is_global=fault.is_global)
+                if fault.kind == "disconnect":
+                    raise Disconnect
                 reason = {
                     500: "Internal Server Error",
                     502: "Bad Gateway",

@@ -24,7 +24,7 @@ from .config import EmulatorConfig, RequestRecord
 from .control import CONTROL_KEY, Control
 from .control_http import add_control_routes
 from .events import EventHub
-from .faults import Faults
+from .faults import Disconnect, Faults
 from .gateway import Gateway
 from .ratelimit import RateLimiter
 from .rest import API_PREFIX, add_routes
@@ -213,6 +213,11 @@ class Emulator(Control):
             status = response.status
             await self.faults.hold_answer(request.method, request.path)
             return response
+        except Disconnect:
+            status = 0
+            if request.transport is not None:
+                request.transport.abort()
+            return web.Response(status=500)  # never written: the connection is gone
         except errors.DiscordError as exc:
             status, code, body = exc.status, exc.code, exc.body()
             resp = json_response(body, status=exc.status)

@@ -43,6 +43,31 @@ async def test_the_answer_follows_the_job_through_its_interaction_token(
     assert (await errand.job(job_id)).state.value == "succeeded"
 
 
+async def test_an_answer_edit_discord_never_answered_is_made_again_through_the_token(
+    errand: Errand, bot: object, worker: Worker
+) -> None:
+    """The connection drops under the answer's first edit (no answer from Discord): the answer
+    stays followed and still shows every state through the interaction's token."""
+    errand.emu.faults.disconnect_next(1, path_contains="/messages/@original", method="PATCH")
+    handle = await errand.emu.invoke_slash(
+        errand.world.alice,
+        errand.world.channel,
+        "summon",
+        {"task": "count", "params": "steps=2 step_seconds=0.5"},
+    )
+    answer = await handle.wait_original(timeout=10)
+    await poll(lambda: "**succeeded**" in errand.emu.message(answer.id).content, timeout=20)
+    dropped = [t for t in errand.emu.faults.triggered if t[2] == 0]
+    assert len(dropped) == 1
+    edits = errand.emu.request_log(path_contains="/messages/@original")
+    assert next(r.status for r in edits if r.method == "PATCH") == 0  # the dropped one
+    assert not [
+        r
+        for r in errand.emu.request_log(path_contains=f"/messages/{answer.id}")
+        if r.method == "PATCH"
+    ]
+
+
 async def test_a_restarted_bot_settles_the_answer_with_its_own_token(
     errand: Errand, worker: Worker
 ) -> None:

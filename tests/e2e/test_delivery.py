@@ -11,6 +11,7 @@ import time
 from collections import Counter
 
 import asyncpg
+import pytest
 
 from bot.client import ErrandBot
 from discord_emulator import patched
@@ -185,22 +186,26 @@ async def test_an_undeliverable_notice_is_retried_then_dead_lettered_without_blo
     assert "**succeeded**" in notice.content
 
 
-async def test_discord_5xx_answers_are_retried_without_counting_and_never_dead_letter(
-    errand: Errand, worker: Worker
+@pytest.mark.parametrize("fault", [503, 0], ids=["503", "connection dropped"])
+async def test_discord_5xx_and_dropped_connections_are_retried_uncounted_and_never_dead_letter(
+    errand: Errand, worker: Worker, fault: int
 ) -> None:
-    """With one delivery attempt allowed, Discord answers the job's notice with 503 twice: each
-    time the notice is handed back uncounted (a 5xx is Discord's trouble, not the
-    destination's), so it is delivered once, with one counted attempt, and never dead-lettered
-    (docs/runbook.md, "Discord is down or refuses the bot")."""
+    """With one delivery attempt allowed, Discord answers the job's notice with 503 twice (or
+    drops the connection twice without an answer: aiohttp's ServerDisconnectedError, not an
+    OSError): each time the notice is handed back uncounted (Discord's trouble or the network's,
+    not the destination's), so it is delivered once, with one counted attempt, and never
+    dead-lettered (docs/runbook.md, "Discord is down or refuses the bot")."""
     bot = errand.new_bot(delivery_max_attempts=1)
     async with running_bot(errand.emu, bot):
         errand.bot = bot
         _, job_id = await errand.summon(params="steps=1 step_seconds=0.5")
         await errand.wait_progress_state(job_id, "running")
         thread_id = await errand.thread_of(job_id)
-        errand.emu.faults.fail_next(
-            503, 2, path_contains=f"/channels/{thread_id}/messages", method="POST"
-        )
+        where = {"path_contains": f"/channels/{thread_id}/messages", "method": "POST"}
+        if fault:
+            errand.emu.faults.fail_next(fault, 2, **where)
+        else:
+            errand.emu.faults.disconnect_next(2, **where)
         [notice] = await poll(lambda: errand.notices(thread_id), timeout=30)
         assert "**succeeded**" in notice.content
 
@@ -216,7 +221,7 @@ async def test_discord_5xx_answers_are_retried_without_counting_and_never_dead_l
         # The message reaches Discord before the bot records it: wait for the record before
         # stopping the bot (which would leave it to the next one, and the nonce).
         rows = await poll(recorded, timeout=10)
-    failed = [t for t in errand.emu.faults.triggered if t[2] == 503]
+    failed = [t for t in errand.emu.faults.triggered if t[2] == fault]
     assert len(failed) == 2
     assert [(r["attempts"], r["dead_at"], r["external_id"]) for r in rows] == [
         (1, None, str(notice.id))

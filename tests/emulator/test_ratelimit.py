@@ -185,6 +185,19 @@ async def test_a_held_answer_waits_for_its_release_and_only_the_matching_one(
     assert (await channel.send("not held")).content == "not held"  # a hold is used up
 
 
+async def test_a_dropped_connection_reaches_discord_py_as_server_disconnected(
+    world: World, running: commands.Bot
+) -> None:
+    emu = world.emu
+    channel = running.get_channel(world.channel.id)
+    assert isinstance(channel, discord.TextChannel)
+    emu.faults.disconnect_next(path_contains="/messages", method="POST")
+    with pytest.raises(aiohttp.ServerDisconnectedError):
+        await channel.send("dropped")
+    assert emu.history(channel.id) == []
+    assert (await channel.send("next")).content == "next"  # one request dropped, not the route
+
+
 async def test_retry_after_header_is_whole_seconds_and_body_is_precise(
     world: World, running: commands.Bot
 ) -> None:
