@@ -59,6 +59,7 @@ MAX_NOTE = 500
 TASK_FIELDS = ("prompt", "task", "text")
 
 NO_SUCH_JOB = "No such job."
+NO_JOB_HERE = "Give a job id, or ask inside a job's thread."
 NO_PINGS = discord.AllowedMentions.none()
 # Kinds that need a model endpoint (ERRAND_AGENT_*): not suggested when this process has
 # none. Still accepted when typed: workers elsewhere may hold the model settings, and a worker
@@ -397,7 +398,7 @@ class JobGroup(app_commands.Group, name="job", description="Follow, cancel and r
         await reply(interaction, "\n".join(lines)[: render.MAX_CONTENT])
 
     @app_commands.command(name="resolve", description="Settle a job whose outcome is unknown")
-    @app_commands.describe(id="The job id", outcome="What really happened", note="What you found")
+    @app_commands.describe(outcome="What really happened", note="What you found", id=ID_OR_THREAD)
     @app_commands.choices(
         outcome=[
             app_commands.Choice(name="it succeeded", value="succeeded"),
@@ -409,9 +410,9 @@ class JobGroup(app_commands.Group, name="job", description="Follow, cancel and r
     async def resolve(
         self,
         interaction: discord.Interaction[Any],
-        id: str,
         outcome: str,
         note: app_commands.Range[str, None, MAX_NOTE],
+        id: str | None = None,  # last: Discord lists required options before optional ones
     ) -> None:
         text, job = await in_time(interaction, _resolve(interaction, id, outcome, note))
         await reply(interaction, text)
@@ -433,7 +434,7 @@ async def _status(interaction: discord.Interaction[Any], job_id: str | None) -> 
     host = host_of(interaction)
     job = await visible(interaction, job_id)
     if job is None:
-        return NO_SUCH_JOB if job_id else "Give a job id, or ask inside a job's thread."
+        return NO_SUCH_JOB if job_id else NO_JOB_HERE
     status = await host.store.status(job.public_id)
     binding = await host.pool.fetchrow(sql("binding_get"), job.id)
     deliveries = await host.outbox.rows(job.id)
@@ -451,7 +452,7 @@ async def _cancel(
     """The answer, and the job when a cancel was asked of the store."""
     job = await visible(interaction, job_id)
     if job is None:
-        return (NO_SUCH_JOB if job_id else "Give a job id, or ask inside a job's thread."), None
+        return (NO_SUCH_JOB if job_id else NO_JOB_HERE), None
     if job.requester == requester_of(interaction.user):
         actor = Actor.REQUESTER
     elif await may_moderate(interaction, job):
@@ -477,12 +478,12 @@ async def _cancel(
 
 
 async def _resolve(
-    interaction: discord.Interaction[Any], job_id: str, outcome: str, note: str
+    interaction: discord.Interaction[Any], job_id: str | None, outcome: str, note: str
 ) -> tuple[str, JobView | None]:
     """The answer, and the job when it was resolved."""
     job = await visible(interaction, job_id)
     if job is None:
-        return NO_SUCH_JOB, None
+        return (NO_SUCH_JOB if job_id else NO_JOB_HERE), None
     note = note.strip()
     if not note or len(note) > MAX_NOTE:
         return f"Say what you found in `note` (1 to {MAX_NOTE} characters).", None

@@ -50,7 +50,7 @@ class WorkerSettings(BaseSettings):
     claim_batch: int = Field(default=100, ge=1)
     # Time a running job has to acknowledge a cancel before its lease is revoked.
     cancel_grace_seconds: float = Field(default=10.0, gt=0)
-    # Time running jobs get to stop on SIGTERM before their leases are released.
+    # Time running jobs get on SIGTERM to end on their own before they are asked to stop.
     shutdown_grace_seconds: float = Field(default=10.0, gt=0)
     reaper_seconds: float = Field(default=1.0, gt=0)
     # Retries wait base * 2**(attempt-1) seconds with full jitter, at most retry_cap_seconds.

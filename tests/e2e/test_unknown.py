@@ -17,7 +17,8 @@ async def test_unknown_is_shown_with_what_to_do_and_an_operator_resolves_it(
 ) -> None:
     """A worker reports the outcome unknown: the progress message says so and who can act, the
     requester gets one notice; the requester may not resolve a demo job, an operator (admin
-    role) may, and the progress message then shows the resolution."""
+    role) may, inside the job's thread without its id, and the progress message then shows the
+    resolution."""
     emu, world = errand.emu, errand.world
     _, job_id = await errand.summon(params="steps=1 step_seconds=60")
     await errand.wait_progress_state(job_id, "queued")
@@ -46,11 +47,16 @@ async def test_unknown_is_shown_with_what_to_do_and_an_operator_resolves_it(
     emu.add_member(world.guild, operator)
     emu.create_role(world.guild, "errand-admin", 0, members=[operator])
     errand.bot.settings.admin_role = "errand-admin"  # type: ignore[union-attr]
-    handle = await emu.invoke_slash(
+    handle = await emu.invoke_slash(  # outside a job's thread, the id is needed
+        operator, world.channel, "job resolve", {"outcome": "succeeded", "note": "paid"}
+    )
+    assert (await handle.wait_original()).content == "Give a job id, or ask inside a job's thread."
+    assert (await errand.job(job_id)).state.value == "unknown"
+    handle = await emu.invoke_slash(  # inside it, the thread names the job
         operator,
-        world.channel,
+        emu.channel(msg.channel_id),
         "job resolve",
-        {"id": job_id, "outcome": "succeeded", "note": "paid"},
+        {"outcome": "succeeded", "note": "paid"},
     )
     assert (await handle.wait_original()).content == f"Resolved job `{job_id}`: now succeeded."
     await errand.wait_progress_state(job_id, "succeeded")

@@ -159,6 +159,41 @@ def test_a_notice_mentions_the_requester_with_the_outcome() -> None:
     assert "**succeeded** after 8.0 s · attempt 4 · 0 failures (max 3)" in resumed
 
 
+def test_the_notices_docs_discord_shows_are_the_ones_the_bot_writes() -> None:
+    """docs/discord.md's example notices, rendered here: the doc cannot drift from the bot."""
+    ended = T0 + timedelta(seconds=1)  # started_at
+
+    def at(seconds: float) -> datetime:
+        return ended + timedelta(seconds=seconds)
+
+    rendered = [
+        render.notice(
+            job(State.SUCCEEDED, finished_at=at(5.2), result={"steps": 5}), row("succeeded"), 42
+        ),
+        render.notice(
+            job(State.FAILED, finished_at=at(2)),
+            row("failed", "failed at step 2 as asked (fail_at_step)"),
+            42,
+        ),
+        render.notice(
+            job(State.CANCELLED, finished_at=at(2)),
+            row("cancelled", "cancelled by requester: not needed"),
+            42,
+        ),
+        render.notice(
+            job(State.SUCCEEDED, finished_at=at(64), attempts=4, failures=0), row("succeeded"), 42
+        ),
+        render.notice(
+            job(State.UNKNOWN),
+            row("unknown", "worker lost while a side effect was in flight"),
+            42,
+        ),
+    ]
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "discord.md").read_text()
+    block = doc.split("## Notices", 1)[1].split("```", 2)[1]
+    assert block.strip().splitlines() == "\n".join(rendered).splitlines()
+
+
 def test_the_status_page_shows_events_and_dead_letters() -> None:
     status = JobStatus(
         job(State.SUCCEEDED, finished_at=T0 + timedelta(seconds=3)),
