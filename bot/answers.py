@@ -144,15 +144,16 @@ class Answers:
                 await answer.interaction.edit_original_response(
                     content=text, allowed_mentions=NO_PINGS
                 )
+            except (discord.DiscordServerError, OSError, aiohttp.ClientError) as exc:
+                # Discord's trouble or the network's (after discord.py's own retries), not a
+                # refusal: still followed, the watcher's next look sees the answer behind its
+                # job and tries again.
+                log.info("answer.edit_failed", job_id=answer.public_id, error=repr(exc))
+                return
             except discord.HTTPException as exc:
                 # Expired or deleted: the progress message and delivery's fallback show it.
                 log.info("answer.edit_failed", job_id=answer.public_id, status=exc.status)
                 self._answers.pop(answer.job_id, None)
-                return
-            except (OSError, aiohttp.ClientError) as exc:
-                # No answer from Discord (network): still followed, the watcher's next look
-                # sees the answer behind its job and tries again.
-                log.info("answer.edit_failed", job_id=answer.public_id, error=repr(exc))
                 return
             answer.shown = job.state
             log.debug("answer.edited", job_id=answer.public_id, state=job.state.value)

@@ -34,7 +34,7 @@ import discord
 
 from bot import render
 from bot.answers import Answers
-from bot.discord_io import FORUMS, THREADABLE, DiscordIO, describe
+from bot.discord_io import FORUMS, THREADABLE, DiscordIO, Stopping, describe
 from bot.pacer import EDIT, SETUP, TERMINAL_EDIT, edit_interval, edit_wait
 from bot.queries import sql
 from bot.settings import BotSettings
@@ -121,6 +121,7 @@ class Delivery:
         self._last_edit: dict[int, float] = {}
         self._lookups: set[asyncio.Task[None]] = set()
         self._in_round: set[int] = set()  # job ids whose actor is in a round (stop drains them)
+        self._stopped = asyncio.Event()
         self.discord = DiscordIO(client, settings.request_rate())
         self.answers = Answers(store, self._record_answer, self._job_states)
         # This process, as the owner of render leases.
@@ -137,28 +138,34 @@ class Delivery:
         self.answers.start()
 
     async def stop(self) -> None:
-        """Stop delivering. Rounds and answer edits under way get ``delivery_drain_seconds``
-        to finish, so what reached Discord is recorded (a deploy sends nothing twice); then
-        every task is cancelled, and leased rows become due again when their lease runs out."""
+        """Stop delivering. Nothing new is sent; requests Discord has not answered yet get
+        ``delivery_drain_seconds`` to be answered and recorded (a deploy sends nothing twice).
+        Rows not sent are handed back at once; rows still unanswered at the end stay leased
+        until their lease runs out, and their resend carries the same nonce."""
         self._stopping = True
+        self._stopped.set()
+        self.discord.close()  # a round waiting for its turn ends now (Stopping)
+        for event in self.dirty.values():
+            event.set()  # a round pausing between edits too
         busy = self.answers.stop_watching()
         busy += [task for job_id, task in self.actors.items() if job_id in self._in_round]
         tasks = [t for t in [self._task, *self.actors.values(), *busy] if t is not None]
-        for task in tasks:
-            if task not in busy:  # idle: waiting for a change, a retry or a backoff
+        try:
+            for task in tasks:
+                if task not in busy:  # idle: waiting for a change, a retry or a backoff
+                    task.cancel()
+            if busy:
+                await asyncio.wait(busy, timeout=self.settings.delivery_drain_seconds)
+        finally:  # also when the caller is cancelled meanwhile
+            for task in tasks:
                 task.cancel()
-        if busy:
-            await asyncio.wait(busy, timeout=self.settings.delivery_drain_seconds)
-        for task in busy:
-            task.cancel()
-        self.answers.forget_all()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        self.discord.close()
-        with contextlib.suppress(*_TRANSIENT):
-            await self.pool.execute(sql("binding_release_render"), self.name)
-        if self._listener is not None:
-            with contextlib.suppress(Exception):
-                await self._listener.close()
+            self.answers.forget_all()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            with contextlib.suppress(*_TRANSIENT):
+                await self.pool.execute(sql("binding_release_render"), self.name)
+            if self._listener is not None:
+                with contextlib.suppress(Exception):
+                    await self._listener.close()
 
     async def _run(self) -> None:
         await self._listen()
@@ -269,6 +276,8 @@ class Delivery:
                     continue
                 except UnknownJob:
                     return  # pruned meanwhile: nothing left to show
+                except Stopping:
+                    return  # the round's unsent rows are handed back
                 except Exception as exc:
                     # Transient (network, database, Discord 5xx) or a bug: log, back off, try
                     # again a few times; leased rows come back through the poll loop anyway.
@@ -337,6 +346,10 @@ class Delivery:
                     return True
                 notice_delivered(row.topic, _age(row.created_at))
                 pending.pop(0)
+        except Stopping:
+            # The bot is stopping before these were sent: due again at once, for the next bot.
+            await self.outbox.release(pending, 0.0)
+            raise
         except _TRANSIENT_ROUND as exc:
             # Transient (Discord 5xx, network, database): try again soon, no attempt counted.
             await self.outbox.release(pending, 1.0)
@@ -562,11 +575,16 @@ class Delivery:
             # Sleep, but wake on news: a terminal state is shown at once, not after the pause.
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(event.wait(), wait)
+                if self._stopping:
+                    raise Stopping
                 if (await self.store.get(public_id)).state in TERMINAL:
                     return
             wait = edit_wait(last, interval, time.monotonic())
         if wait > 0:
-            await asyncio.sleep(wait)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopped.wait(), wait)
+            if self._stopping:
+                raise Stopping
 
     # -- notices --------------------------------------------------------------------------
 

@@ -40,6 +40,10 @@ def describe(exc: discord.HTTPException) -> str:
     return f"{exc.status} {exc.code}: {exc.text}"[:300]
 
 
+class Stopping(Exception):
+    """The bot is stopping: the request was not sent, and none will be."""
+
+
 class Turns:
     """The bot's request queue: a request awaits its turn; one task hands turns out, at the
     pacer's rate and in its priority order."""
@@ -47,9 +51,16 @@ class Turns:
     def __init__(self, rate: float) -> None:
         self._pacer: Pacer[asyncio.Future[None]] = Pacer(rate)
         self._drainer: asyncio.Task[None] | None = None
+        self._closed = False
 
     async def wait(self, priority: int) -> None:
-        """Return when this request may be sent."""
+        """Return when this request may be sent.
+
+        Raises:
+            Stopping: the queue was closed (before or while waiting).
+        """
+        if self._closed:
+            raise Stopping
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._pacer.push(priority, future)
         if self._drainer is None or self._drainer.done():
@@ -68,8 +79,13 @@ class Turns:
                 future.set_result(None)
 
     def close(self) -> None:
+        """Send nothing more: every waiting request (and any later one) gets Stopping."""
+        self._closed = True
         if self._drainer is not None:
             self._drainer.cancel()
+        for future in self._pacer.drain():
+            if not future.done():
+                future.set_exception(Stopping())
 
 
 class DiscordIO:

@@ -78,6 +78,12 @@ class Pacer(Generic[T]):
             return item
         return None
 
+    def drain(self) -> list[T]:
+        """Empty the queue: every waiting request, in no particular order."""
+        items = [item for _, _, item in self._queue]
+        self._queue.clear()
+        return items
+
 
 def edit_interval(
     posted_at: datetime | None, now: datetime, *, interval: float, old_interval: float

@@ -54,8 +54,8 @@ class BotSettings(BaseSettings):
     # A notice still rate limited after discord.py's own retries is handed back uncounted and
     # tried again this long after (Discord said "later", not "no"; never a dead letter).
     delivery_rate_limited_seconds: float = Field(default=5.0, gt=0)
-    # On shutdown, delivery rounds and answer edits already under way get this long to finish:
-    # one cut between Discord's answer and our record of it is sent again by the next process.
+    # On shutdown nothing new is sent; requests Discord has not answered yet get this long to
+    # be answered and recorded: one cut off before its record is sent again by the next process.
     delivery_drain_seconds: float = Field(default=5.0, ge=0)
     # How long to wait for the /summon answer's message id before threading from a new message.
     anchor_wait_seconds: float = Field(default=10.0, ge=0)

@@ -67,7 +67,8 @@ class Faults:
         self.latency_path = path_contains
 
     def hold_next(self, *, path_contains: str | None = None, method: str | None = None) -> Hold:
-        """Handle the next matching request, and hold its answer back until ``release()``."""
+        """Handle the next matching request, and hold its answer back until ``release()`` (or
+        :meth:`clear`, or the emulator's stop). It enters ``request_log`` once answered."""
         hold = Hold(path_contains, method)
         self.holds.append(hold)
         return hold
@@ -144,9 +145,10 @@ class Faults:
         self.pending = [f for f in self.pending if f.count > 0]
 
     async def hold_answer(self, method: str, path: str) -> None:
-        """Wait here, after Discord handled the request, if a hold matches it."""
-        hold = next((h for h in self.holds if h.matches(method, path)), None)
+        """Wait here, after Discord handled the request, if an unused hold matches it."""
+        hold = next(
+            (h for h in self.holds if not h.arrived.is_set() and h.matches(method, path)), None
+        )
         if hold is not None:
-            self.holds.remove(hold)
-            hold.arrived.set()
+            hold.arrived.set()  # used up; kept until clear(), which releases it
             await hold.released.wait()

@@ -136,6 +136,7 @@ class Emulator(Control):
             return
         for site in self._runner.sites:
             await stop_accepting(site._server)
+        self.faults.clear()  # answers held back go out now, not at the runner's timeout
         await self.gateway.close_all()
         await self._runner.cleanup()
         self._runner = None

@@ -119,6 +119,45 @@ async def test_the_stop_waits_for_delivery_no_longer_than_its_drain_time(
     assert [r["external_id"] for r in rows] == [str(notice.id)]
 
 
+async def test_a_stopping_bot_sends_nothing_new_and_hands_unsent_rows_back_at_once(
+    errand: Errand, worker: Worker
+) -> None:
+    """Rounds waiting for their turn in the bot's request queue are not drained: the stop ends
+    them at once, sends nothing more, and their rows are due again now (not after the lease)."""
+    bot = errand.new_bot(requests_per_second=0.2)  # one turn per 5 s: the round must queue
+    async with running_bot(errand.emu, bot):
+        errand.bot = bot
+        _, job_id = await errand.summon(params="steps=1 step_seconds=0.1")
+        await poll(lambda: _state(errand, job_id, "succeeded"))
+
+        async def leased() -> bool:
+            return bool(
+                await errand.pool.fetchval(
+                    "SELECT count(*) FROM outbox o JOIN job j ON j.id = o.job_id"
+                    " WHERE j.public_id = $1 AND o.lease_owner IS NOT NULL",
+                    job_id,
+                )
+            )
+
+        await poll(leased)  # the round has claimed the job's rows and waits for turns
+        sent = len(errand.emu.requests)
+        started = time.monotonic()
+        await asyncio.wait_for(bot.close(), 10)
+        took = time.monotonic() - started
+        rows = await errand.pool.fetch(
+            "SELECT o.delivered_at, o.lease_owner, o.available_at <= now() AS due, o.attempts"
+            " FROM outbox o JOIN job j ON j.id = o.job_id WHERE j.public_id = $1",
+            job_id,
+        )
+    assert took < 2.0, took  # not the 5 s drain: nothing of it was in flight
+    unsent = [r for r in rows if r["delivered_at"] is None]
+    assert unsent, rows  # the terminal notice at least was still waiting for its turn
+    assert all(r["lease_owner"] is None and r["due"] and r["attempts"] == 0 for r in unsent), rows
+    await asyncio.sleep(0.3)
+    after = list(errand.emu.requests)[sent:]
+    assert not [r for r in after if not r.path.startswith("/api/v10/interactions/")], after
+
+
 async def _delivered(errand: Errand, job_id: str) -> list[asyncpg.Record]:
     rows = await _succeeded_rows(errand, job_id)
     return rows if rows and all(r["delivered_at"] for r in rows) else []

@@ -8,7 +8,9 @@ import itertools
 import time
 from datetime import UTC, datetime, timedelta
 
-from bot.discord_io import Turns
+import pytest
+
+from bot.discord_io import Stopping, Turns
 from bot.pacer import (
     EDIT,
     NOTICE,
@@ -165,3 +167,19 @@ async def test_waiters_get_their_turns_in_priority_order_at_the_rate() -> None:
     start = released[0][1]
     late = [(name, at - start) for name, at in released[2:]]
     assert all(at >= 0.05 * n - 0.01 for n, (_, at) in enumerate(late, 1)), late
+
+
+async def test_a_closed_queue_sends_nothing_more_and_tells_every_waiter() -> None:
+    """Closing (the bot stops): waiters still queued, and any later request, get Stopping; a
+    turn granted before the close stands (that request goes)."""
+    turns = Turns(1)  # one turn per second
+    for _ in range(2):  # the first turn and the banked one; the rest wait
+        await asyncio.wait_for(turns.wait(EDIT), 1)
+    waiting = [asyncio.create_task(turns.wait(p)) for p in (NOTICE, EDIT)]
+    await asyncio.sleep(0.05)
+    assert not any(t.done() for t in waiting)
+    turns.close()
+    results = await asyncio.wait_for(asyncio.gather(*waiting, return_exceptions=True), 1)
+    assert [type(r) for r in results] == [Stopping, Stopping]
+    with pytest.raises(Stopping):
+        await turns.wait(TERMINAL_EDIT)
