@@ -64,6 +64,9 @@ class Attempt:
         self.stop_reason: StopReason | None = None
         self.cancel_delivered = False
         """Whether a cancel was delivered to the handler's task as CancelledError."""
+        self.job_deadline: asyncio.Timeout | None = None
+        """The job's time bound (``job_seconds``) around the handler, once it runs: a step
+        cancelled by it ran out of the job's budget, it was not cancelled."""
         self._task: asyncio.Task[Any] | None = None
         self._guards = 0
         self._log: FilteringBoundLogger | None = None

@@ -64,6 +64,7 @@ async def execute(
             ctx.bind(task)
             try:
                 async with asyncio.timeout(None if limit is None else limit - spent) as deadline:
+                    ctx.job_deadline = deadline
                     result = await spec.handler(ctx, spec.parse(claim.params))
             finally:
                 ctx.bind(None)
@@ -98,7 +99,8 @@ async def execute(
     except EffectInDoubt as exc:
         await ctx.flush()
         ctx.log.warning("job.effect_in_doubt", key=exc.key)
-        return Finish(*ids, AttemptOutcome.UNKNOWN, error=redact_error(exc), reason=str(exc)[:500])
+        doubt = redact_error(exc)  # the effect's key is the kind's text: scrubbed like any error
+        return Finish(*ids, AttemptOutcome.UNKNOWN, error=doubt, reason=doubt["message"][:500])
     except JobFailed as exc:
         await ctx.flush()
         failure = redact_error(exc)

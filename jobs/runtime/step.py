@@ -83,7 +83,11 @@ class Steps:
             outcome, error = StepOutcome.BUDGET_EXCEEDED, str(exc)
             raise
         except (asyncio.CancelledError, LeaseLost, JobCancelled) as exc:
-            outcome = _stopped(ctx, lost=isinstance(exc, LeaseLost))
+            if ctx.job_deadline is not None and ctx.job_deadline.expired():
+                # The job's time bound ran out during this step (execute says so for the job).
+                outcome, error = StepOutcome.BUDGET_EXCEEDED, "budget exceeded: seconds per job"
+            else:
+                outcome = _stopped(ctx, lost=isinstance(exc, LeaseLost))
             raise
         except Exception as exc:
             outcome, error = StepOutcome.FAILED, f"{type(exc).__name__}: {exc}"[:500]
