@@ -3,12 +3,14 @@ permissions docs/discord.md asks for."""
 
 from __future__ import annotations
 
+import itertools
+
 from bot.client import ErrandBot
 from discord_emulator import permissions as P
 from discord_emulator.ratelimit import RateLimitConfig
 from discord_emulator.testing import running_bot
 
-from .conftest import Errand, poll, running_worker, state_of
+from .conftest import Errand, poll, running_worker
 
 NEEDED = (
     P.VIEW_CHANNEL
@@ -23,20 +25,33 @@ async def test_edits_of_an_hour_old_progress_message_stay_under_the_old_message_
     errand: Errand,
 ) -> None:
     """Once the progress message is older than an hour, edits are paced at the slower interval
-    and none is refused with 30046."""
+    (the job reports faster than that) and none is refused with 30046."""
     emu = errand.emu
     emu.config.ratelimits = RateLimitConfig(time_scale=0.1)  # 3 edits per 0.6 s for old ones
     emu.limiter.config = emu.config.ratelimits
-    bot: ErrandBot = errand.new_bot(old_message_edit_interval_seconds=0.25)
+    bot: ErrandBot = errand.new_bot(old_message_edit_interval_seconds=0.5)
     async with running_bot(emu, bot):
         errand.bot = bot
-        _, job_id = await errand.summon(params="steps=6 step_seconds=0.25")
+        _, job_id = await errand.summon(params="steps=12 step_seconds=0.15")
         msg = await errand.wait_progress_state(job_id, "queued")
+        # An hour on, for Discord (the emulator's clock) and for the bot (when it posted it).
         emu.advance(3700)
+        await errand.pool.execute(
+            "UPDATE discord_binding SET progress_posted_at = progress_posted_at"
+            " - interval '61 minutes' WHERE progress_message_id = $1",
+            str(msg.id),
+        )
         async with running_worker(errand.store, errand.registry, errand.dsn):
             await errand.wait_progress_state(job_id, "succeeded", timeout=15)
-    versions = emu.message(msg.id).versions
-    assert len([v for v in versions if state_of(v.content) == "running"]) >= 2
+    edits = [
+        r.at
+        for r in emu.request_log(path_contains=f"/messages/{msg.id}")
+        if r.method == "PATCH" and r.status == 200
+    ]
+    paced = edits[:-1]  # the terminal edit goes at once, by design
+    gaps = [b - a for a, b in itertools.pairwise(paced)]
+    assert len(gaps) >= 2, edits  # several edits while running, each at the slower pace
+    assert min(gaps) >= 0.45, gaps  # 0.5 s, less the clock's jitter; the job reports every 0.15 s
     assert [r for r in emu.request_log() if r.code == 30046] == []
 
 

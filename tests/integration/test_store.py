@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import asyncpg
 import pytest
@@ -18,9 +19,24 @@ from jobs.engine.store import (
     Submission,
     _reaper_due_sql,
 )
-from jobs.errors import IllegalTransition, InvalidParams, NotAllowed, StaleTransition, UnknownKind
+from jobs.errors import (
+    IllegalTransition,
+    InvalidParams,
+    JobFailed,
+    NotAllowed,
+    StaleTransition,
+    UnknownKind,
+)
+from jobs.runtime.context import Context
 from tests.integration.helpers import events, expire_lease, moves, state
-from tests.integration.runtime_support import noop, registry_of
+from tests.integration.runtime_support import (
+    NoParams,
+    noop,
+    registry_of,
+    running_worker,
+    wait_for,
+    wait_until,
+)
 
 ORIGIN = {"transport": "test", "channel": "1"}
 
@@ -422,23 +438,36 @@ async def test_outbox_rows_only_for_jobs_with_an_origin(
     assert all(p["event_id"] is not None for p in payloads)
 
 
-async def test_errors_are_stored_redacted(store: JobStore, pool: asyncpg.Pool) -> None:
-    """An error carrying a credential is stored with the credential removed."""
-    from jobs.engine.store import redact_error
+LEAK = "connect postgresql://bob:hunter2@db/x failed; Authorization: Bearer abcdefghijkl"
 
-    err = redact_error(
-        RuntimeError(
-            "connect postgresql://bob:hunter2@db/x failed; Authorization: Bearer abcdefghijkl"
-        )
-    )
-    assert "hunter2" not in err["message"]
-    assert "abcdefghijkl" not in err["message"]
-    claim = await submit_and_claim(store)
-    await store.finish_one(
-        Finish(claim.job_id, claim.attempt_id, "failed", error=err, reason="error")
-    )
-    stored = await pool.fetchval("SELECT error::text FROM job WHERE id = $1", claim.job_id)
-    assert "hunter2" not in stored
+
+async def _raises(ctx: Context, params: NoParams) -> dict[str, object]:
+    raise RuntimeError(LEAK)
+
+
+async def _fails(ctx: Context, params: NoParams) -> dict[str, object]:
+    raise JobFailed(LEAK)
+
+
+async def test_errors_are_stored_redacted(pool: asyncpg.Pool, db_dsn: str, tmp_path: Path) -> None:
+    """A handler's error carrying a credential (an exception, or JobFailed), run by a worker:
+    the credential is in no row the job left (job, attempt, event, step), and the rest of the
+    message is."""
+    registry = registry_of(raises=_raises, fails=_fails)
+    store = JobStore(pool, registry)
+    jobs = [(await store.submit(kind, {}, requester="t"))[0] for kind in ("raises", "fails")]
+    async with running_worker(store, registry, db_dsn, tmp_path):
+        for job in jobs:
+            done = await wait_for(store, job.public_id, {"failed"})
+            assert "connect postgresql://" in (done.reason or "")
+    rows = [
+        await pool.fetchval(f"SELECT coalesce(string_agg(t::text, E'\\n'), '') FROM {table} t")
+        for table in ("job", "attempt", "event", "step")
+    ]
+    text = "\n".join(rows)
+    assert "failed; Authorization" in text
+    assert "hunter2" not in text
+    assert "abcdefghijkl" not in text
 
 
 async def _finish_while_the_low_job_is_held(
@@ -461,8 +490,20 @@ async def _finish_while_the_low_job_is_held(
         tx = other.transaction()
         await tx.start()
         await other.execute("SELECT 1 FROM job WHERE id = $1 FOR UPDATE", low.job_id)
+        holder = other.get_server_pid()
         batch = asyncio.ensure_future(store.finish([end(high, outcomes[0]), end(low, outcomes[1])]))
-        await asyncio.sleep(0.3)  # the batch now waits for the low job
+
+        async def batch_waits_for_the_low_job() -> bool:
+            # A backend blocked by ours on a lock: the batch (nothing else runs here).
+            return bool(
+                await pool.fetchval(
+                    "SELECT count(*) FROM pg_stat_activity"
+                    " WHERE wait_event_type = 'Lock' AND $1 = ANY(pg_blocking_pids(pid))",
+                    holder,
+                )
+            )
+
+        await wait_until(batch_waits_for_the_low_job, within=5)
         await asyncio.wait_for(
             other.execute("SELECT 1 FROM job WHERE id = $1 FOR UPDATE", high.job_id), 5
         )
