@@ -9,8 +9,10 @@ pointing at a chat server.
 from __future__ import annotations
 
 import asyncio
+import importlib.abc
 import json
 import sys
+import threading
 import time
 from pathlib import Path
 from tempfile import TemporaryDirectory
@@ -26,8 +28,21 @@ from tests.integration.runtime_support import wait_for
 TICK = 0.005
 
 
+class ImportWatch(importlib.abc.MetaPathFinder):
+    """Records the thread that first imports ``openai`` (finds nothing itself)."""
+
+    def __init__(self) -> None:
+        self.thread: str | None = None
+
+    def find_spec(self, fullname: str, path: object, target: object = None) -> None:
+        if fullname == "openai" and self.thread is None:
+            self.thread = threading.current_thread().name
+
+
 async def main(dsn: str) -> dict[str, object]:
     openai_before = "openai" in sys.modules
+    watch = ImportWatch()
+    sys.meta_path.insert(0, watch)
     registry = default_registry()
     pool = await create_pool(dsn, max_size=4)
     store = JobStore(pool, registry)
@@ -64,6 +79,8 @@ async def main(dsn: str) -> dict[str, object]:
     return {
         "openai_imported_before": openai_before,
         "openai_imported_after": "openai" in sys.modules,
+        "openai_imported_in": watch.thread,
+        "loop_thread": threading.main_thread().name,
         "state": done.state.value,
         "reason": done.reason,
         "max_lag_ms": round(max(lags) * 1000, 1),

@@ -1,5 +1,10 @@
-"""Nothing a built-in kind does blocks the worker's event loop: a probe sees no stall over
-100 ms while a worker (a fresh process, ``openai`` not yet imported) starts an ``agent`` job."""
+"""Nothing a built-in kind does blocks the worker's event loop while a worker (a fresh process,
+``openai`` not yet imported) starts an ``agent`` job: ``openai`` (about a second to import) is
+imported off the loop's thread, and a probe on the loop sees no long stall.
+
+The thread is the proof; the stall bound (500 ms) only catches gross blocking, since a loaded
+CI machine delays a process by a hundred milliseconds or more on its own (CI saw 161 ms with
+the import off the loop). How short the stalls are is a speed figure, for bench/."""
 
 from __future__ import annotations
 
@@ -14,7 +19,7 @@ from tests.fakes.chat_server import chat_server
 ROOT = Path(__file__).resolve().parents[2]
 
 
-async def test_an_agent_job_starting_never_stalls_the_event_loop_over_100_ms(
+async def test_an_agent_job_starting_imports_openai_off_the_event_loop(
     db_dsn: str, tmp_path: Path
 ) -> None:
     catalog = tmp_path / "commands.toml"
@@ -45,6 +50,7 @@ async def test_an_agent_job_starting_never_stalls_the_event_loop_over_100_ms(
     assert report["openai_imported_after"] is True
     assert report["state"] == "succeeded", report
     assert report["ticks"] > 10
-    assert report["max_lag_ms"] < 100, report
+    assert report["openai_imported_in"] not in (None, report["loop_thread"]), report
+    assert report["max_lag_ms"] < 500, report
     assert server.count("quick") == 1
     print(f"loop lag while an agent job starts: {report}")
