@@ -6,7 +6,7 @@ import asyncio
 import signal
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import asyncpg
@@ -32,6 +32,8 @@ class Engine:
     pool: asyncpg.Pool
     registry: Registry
     store: JobStore
+    migrated: list[str] = field(default_factory=list)
+    """The migrations this start applied (none when the database was up to date)."""
 
 
 def stop_on_signals(
@@ -78,16 +80,16 @@ async def open_engine(
     )
     try:
 
-        async def migrated() -> None:
+        async def migrated() -> list[str]:
             async with pool.acquire() as conn:
-                await migrate(conn)
+                return await migrate(conn)
 
-        await ride_out("migrate", migrated, within=wait)
+        applied = await ride_out("migrate", migrated, within=wait)
         if registry is None:
             from jobs.kinds import default_registry  # the kinds' imports: only when needed
 
             registry = default_registry(settings.extra_kinds)
         quotas = Quotas(settings.quota.per_requester, settings.quota.per_group)
-        yield Engine(dsn, pool, registry, JobStore(pool, registry, quotas=quotas))
+        yield Engine(dsn, pool, registry, JobStore(pool, registry, quotas=quotas), applied)
     finally:
         await pool.close()

@@ -359,11 +359,9 @@ def _refuse_constant(name: str) -> Any:
 @app.command()
 def migrate() -> None:
     """Apply pending database migrations."""
-    from jobs.engine.migrate import migrate as run_migrations
 
     async def go(engine: Engine) -> list[str]:
-        async with engine.pool.acquire() as conn:
-            return await run_migrations(conn)  # already applied by open_engine: reports none
+        return engine.migrated  # every start applies them (advisory-locked); this one reports
 
     applied = with_engine(go)
     typer.echo("migrations up to date" + (f" (applied {', '.join(applied)})" if applied else ""))

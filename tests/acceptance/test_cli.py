@@ -190,3 +190,27 @@ async def test_submit_from_a_jsonl_file_creates_every_job_once_and_bad_files_cha
         assert lines[0].startswith("error: ")
     assert await pool.fetchval("SELECT count(*) FROM job") == 4
     assert json.loads((await errand_raw("job", "list", "--json")).out)["jobs"]
+
+
+async def test_migrate_names_what_it_applied_to_an_empty_database_then_nothing(
+    server_dsn: str, tmp_path: Any
+) -> None:
+    """``errand migrate`` on an empty database lists every migration it applied, in order; run
+    again it applies none and says so."""
+    import uuid
+
+    from jobs.engine.migrate import load
+    from tests.cli_support import cli_environment, run_cli
+    from tests.conftest import create_database, drop_database
+
+    name = f"errand_cli_migrate_{uuid.uuid4().hex[:8]}"
+    dsn = await create_database(server_dsn, name)
+    try:
+        env = cli_environment(dsn, tmp_path / "data")
+        first = await run_cli(env, "migrate")
+        again = await run_cli(env, "migrate")
+    finally:
+        await drop_database(server_dsn, name)
+    names = ", ".join(m.name for m in load())
+    assert (first.code, first.out.strip()) == (0, f"migrations up to date (applied {names})")
+    assert (again.code, again.out.strip()) == (0, "migrations up to date")

@@ -95,6 +95,15 @@ async def test_an_archived_thread_is_unarchived_to_show_the_end(
         await errand.wait_progress_state(job_id, "succeeded")
     notices = await poll(lambda: errand.notices(msg.channel_id))
     assert len(notices) == 1
+    log = errand.emu.request_log(path_contains=f"/channels/{msg.channel_id}")
+    # Discord refused the edit in the archived thread (50083); the bot unarchived it, then
+    # edited again.
+    refused = [r for r in log if r.method == "PATCH" and r.code == 50083]
+    unarchived = [r for r in log if r.method == "PATCH" and r.route == "/channels/{channel_id}"]
+    assert refused
+    assert unarchived
+    assert unarchived[0].at > refused[0].at
+    assert unarchived[0].status == 200
 
 
 async def test_summoned_inside_a_thread_the_job_follows_in_that_thread(

@@ -1,6 +1,5 @@
-"""/healthz, /readyz and /metrics: scraped from a real ``errand worker`` after real jobs and from
-a real ``errand run`` after Discord trouble and deliveries, and from an in-process endpoint for
-the counters that other processes feed (cancels, the reaper)."""
+"""/healthz, /readyz and /metrics: scraped from a real ``errand worker`` after real jobs, and
+from a real ``errand run`` after Discord trouble and deliveries, cancels and a lease expiry."""
 
 from __future__ import annotations
 
@@ -9,9 +8,9 @@ from collections.abc import Awaitable, Callable
 
 import asyncpg
 
+import tests.kinds_for_tests  # noqa: F401  (registers crashy, a kind errand run does not run)
 from discord_emulator import Emulator
 from discord_emulator.testing import World
-from jobs.engine.state import Actor
 from jobs.engine.store import JobStore
 from jobs.ops import metrics
 from jobs.ops.health import HealthServer
@@ -142,27 +141,62 @@ async def test_queue_lag_counts_the_oldest_due_job(pool: asyncpg.Pool, store: Jo
     assert got['errand_jobs{kind="noop",state="queued"}'] == 1.0
 
 
-def _value(name: str, **labels: str) -> float:
-    return metrics.REGISTRY.get_sample_value(name, labels) or 0.0
+async def test_cancels_and_lease_expiries_are_counted_by_the_process_that_acts(
+    emu: Emulator,
+    world: World,
+    store: JobStore,
+    pool: asyncpg.Pool,
+    spawn: Callable[..., Awaitable[WorkerProc]],
+) -> None:
+    """``errand run``: /job cancel on a running job, then again once it has stopped, shows in
+    its /metrics as one ``cancelling`` and one ``too_late`` answer; a job whose worker died
+    (the test claims it and lets its lease run out) is ended by the process's reaper and counted
+    as one lease expiry of its kind."""
+    proc = await spawn("run", **discord_env(emu), ERRAND_WORKER_REAPER_SECONDS="0.2")
 
+    async def ready() -> bool:
+        return (await http_get(proc.port, "/readyz"))[0] == 200
 
-async def test_cancels_and_lease_expiries_are_counted(pool: asyncpg.Pool, store: JobStore) -> None:
-    """Cancel answers are counted by outcome where they are answered; the reaper counts each
-    lease it finds expired, by kind."""
-    before = {o: _value("errand_cancels_total", outcome=o) for o in ("cancelled", "too_late")}
-    expiries = _value("errand_lease_expiries_total", kind="sleep")
-    job, _ = await store.submit("noop", {}, requester="ops")
-    await store.cancel(job.public_id, actor=Actor.OPERATOR, by="ops")
-    await store.cancel(job.public_id, actor=Actor.OPERATOR, by="ops")
-    counted = {o: _value("errand_cancels_total", outcome=o) - before[o] for o in before}
-    assert counted == {"cancelled": 1.0, "too_late": 1.0}
+    await until(ready)
+    handle = await emu.invoke_slash(
+        world.alice,
+        world.channel,
+        "summon",
+        {"task": "long", "kind": "demo", "params": "steps=60 step_seconds=1"},
+    )
+    job_id = (await handle.wait_original(timeout=10)).content.split("`")[1]
 
-    sleeper, _ = await store.submit("sleep", {"seconds": 5}, requester="ops")
-    [claim] = await store.claim("gone-worker", limit=1, lease_seconds=30, kinds=["sleep"])
+    async def state_is(state: str) -> bool:
+        return (await store.get(job_id)).state.value == state
+
+    await until(lambda: state_is("running"))
+    answers = []
+    for wait_for_state in ("cancelled", None):
+        cancel = await emu.invoke_slash(world.alice, world.channel, "job cancel", {"id": job_id})
+        answers.append((await cancel.wait_original(timeout=10)).content)
+        if wait_for_state:
+            await until(lambda: state_is("cancelled"))
+    assert answers[0].startswith("Asked job")
+    assert answers[1].startswith("Too late")
+
+    # A worker that died holding a job: the test claims it (a kind this process does not run,
+    # so its own worker leaves it alone) and lets the lease run out.
+    dead, _ = await store.submit("crashy", {"seconds": 1}, requester="ops")
+    [claim] = await store.claim("gone-worker", limit=1, lease_seconds=30, kinds=["crashy"])
+    assert claim.public_id == dead.public_id
     await expire_lease(pool, claim.job_id)
-    assert await store.reap(cancel_grace_seconds=10) == {"retried": 1}
-    assert sleeper.public_id == claim.public_id
-    assert _value("errand_lease_expiries_total", kind="sleep") - expiries == 1.0
+    await until(lambda: _requeued(store, dead.public_id))
+
+    got = metrics.samples((await http_get(proc.port, "/metrics"))[1])
+    assert got['errand_cancels_total{outcome="cancelling"}'] == 1.0
+    assert got['errand_cancels_total{outcome="too_late"}'] == 1.0
+    assert got.get('errand_cancels_total{outcome="cancelled"}', 0.0) == 0.0
+    assert got['errand_lease_expiries_total{kind="crashy"}'] == 1.0
+
+
+async def _requeued(store: JobStore, public_id: str) -> bool:
+    job = await store.get(public_id)
+    return job.state.value == "queued" and job.attempts == 1
 
 
 async def test_discord_and_delivery_counters_move_through_a_real_bot_process(
