@@ -15,9 +15,17 @@ messages the request already carries. An entry is a dict with any of:
 - ``echo_key``: with ``status`` 401, the error message quotes the API key the request carried,
   as some OpenAI-compatible servers do ("Incorrect API key provided: <key>").
 
-Otherwise it keeps the real service's rule for ``max_tokens`` (or ``max_completion_tokens``): a
-reply longer than that is cut to it (4 characters a token) with ``finish_reason`` ``length``,
-and its ``completion_tokens`` never exceed it.
+Otherwise it keeps the real service's rules:
+
+- ``max_tokens`` (or ``max_completion_tokens``): a reply longer than that is cut to it (4
+  characters a token) with ``finish_reason`` ``length``, and its ``completion_tokens`` never
+  exceed it;
+- a request without ``Authorization: Bearer <key>`` is refused with 401;
+- a request without ``model`` or ``messages`` is refused with 400, and so is a conversation the
+  API refuses: an assistant message with ``tool_calls`` not followed by a ``tool`` message
+  answering each of its ``tool_call_id``s, or a ``tool`` message that answers no call of the
+  assistant message before it (the API's "messages with role 'tool' must be a response to a
+  preceding message with 'tool_calls'").
 
 What it saw (bodies, authorization headers, aborted requests) is kept for the tests to assert.
 """
@@ -54,6 +62,11 @@ class ChatServer:
         self.requests.append(body)
         self.authorizations.append(request.headers.get("Authorization", ""))
         messages = body.get("messages", [])
+        refused = _refusal(body, self.authorizations[-1])
+        if refused is not None:
+            status, text = refused
+            error = {"message": text, "type": "invalid_request_error", "code": None}
+            return web.json_response({"error": error}, status=status)
         name = _script_of(body)
         mark = _MARK.search(f"[script:{name}]") if name else None
         script = self.scripts.get(mark[1] if mark else "default", [{"content": "ok"}])
@@ -129,6 +142,38 @@ class ChatServer:
         if entry.get("omit_usage"):
             del reply["usage"]
         return reply
+
+
+def _refusal(body: dict[str, Any], authorization: str) -> tuple[int, str] | None:
+    """What the real API answers a request it refuses (status, message), or None."""
+    if not authorization.startswith("Bearer ") or not authorization.removeprefix("Bearer "):
+        return 401, "You didn't provide an API key."
+    messages = body.get("messages")
+    if not body.get("model") or not isinstance(messages, list) or not messages:
+        return 400, "'model' and a non-empty 'messages' are required properties."
+    waiting: set[str] = set()  # tool_call_ids of the last assistant message not yet answered
+    for message in messages:
+        role = message.get("role")
+        if role == "tool":
+            call = message.get("tool_call_id")
+            if call not in waiting:
+                return 400, (
+                    "Invalid parameter: messages with role 'tool' must be a response to a "
+                    f"preceding message with 'tool_calls' ({call!r} answers none)."
+                )
+            waiting.discard(call)
+            continue
+        if waiting:
+            return 400, (
+                "An assistant message with 'tool_calls' must be followed by tool messages "
+                "responding to each 'tool_call_id'. The following tool_call_ids did not have "
+                f"response messages: {', '.join(sorted(waiting))}"
+            )
+        if role == "assistant":
+            waiting = {c.get("id") for c in message.get("tool_calls") or []}
+    if waiting:
+        return 400, f"tool_call_ids without response messages: {', '.join(sorted(waiting))}"
+    return None
 
 
 def _script_of(body: dict[str, Any]) -> str | None:
