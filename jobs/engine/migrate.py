@@ -68,8 +68,12 @@ async def pending(conn: Conn) -> list[Migration]:
     return [m for m in load() if m.version not in done]
 
 
-async def migrate(conn: Conn) -> list[str]:
-    """Apply every pending migration; returns the names applied by this call."""
+async def migrate(conn: Conn, applied: list[str] | None = None) -> list[str]:
+    """Apply every pending migration; returns the names applied by this call.
+
+    ``applied``, when given, gets each name as its migration commits: a caller that retries
+    after a lost connection (some migrations committed, the call failed) keeps them all.
+    """
     if not await pending(conn):
         # The usual start: nothing to do, and no lock to take (every CLI command and process
         # starts here; a one-shot command should not queue behind another's migration lock).
@@ -94,6 +98,8 @@ async def migrate(conn: Conn) -> list[str]:
                 )
             log.info("migration.applied", migration=migration.name)
             names.append(migration.name)
+            if applied is not None:
+                applied.append(migration.name)
         return names
     finally:
         await conn.execute("SELECT pg_advisory_unlock($1)", ADVISORY_LOCK_ID)

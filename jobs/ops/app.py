@@ -79,12 +79,13 @@ async def open_engine(
         within=wait,
     )
     try:
+        applied: list[str] = []  # across ride_out's retries: each name once it has committed
 
-        async def migrated() -> list[str]:
+        async def migrated() -> None:
             async with pool.acquire() as conn:
-                return await migrate(conn)
+                await migrate(conn, applied)
 
-        applied = await ride_out("migrate", migrated, within=wait)
+        await ride_out("migrate", migrated, within=wait)
         if registry is None:
             from jobs.kinds import default_registry  # the kinds' imports: only when needed
 

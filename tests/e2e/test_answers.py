@@ -111,12 +111,13 @@ async def test_a_bot_stopped_while_its_answer_edit_is_in_flight_records_the_edit
             errand.world.alice,
             errand.world.channel,
             "summon",
-            {"task": "long", "params": "steps=2 step_seconds=0.5"},
+            {"task": "long", "params": "steps=4 step_seconds=0.5"},
         )
         answer = await handle.wait_original(timeout=10)
         job_id = answer.content.split("`")[1]
         await poll(lambda: "is running" in errand.emu.message(answer.id).content, timeout=20)
         hold = errand.emu.faults.hold_next(path_contains="/messages/@original", method="PATCH")
+        assert "is running" in errand.emu.message(answer.id).content  # the end is still to come
         await asyncio.wait_for(hold.arrived.wait(), 20)
         assert "**succeeded**" in errand.emu.message(answer.id).content
         closing = asyncio.create_task(bot.close())

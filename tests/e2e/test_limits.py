@@ -32,7 +32,7 @@ async def test_edits_of_an_hour_old_progress_message_stay_under_the_old_message_
     bot: ErrandBot = errand.new_bot(old_message_edit_interval_seconds=0.5)
     async with running_bot(emu, bot):
         errand.bot = bot
-        _, job_id = await errand.summon(params="steps=12 step_seconds=0.15")
+        _, job_id = await errand.summon(params="steps=20 step_seconds=0.15")
         msg = await errand.wait_progress_state(job_id, "queued")
         # An hour on, for Discord (the emulator's clock) and for the bot (when it posted it).
         emu.advance(3700)

@@ -249,7 +249,8 @@ async def test_a_lease_lost_in_a_database_restart_is_recorded_as_such_and_not_a_
     ]
     env = cli_environment(dsn, tmp_path / "data") | {
         "ERRAND_EXTRA_KINDS": "tests.kinds_for_tests",
-        "ERRAND_WORKER_LEASE_SECONDS": "1",
+        # 3 s: a starved process must not see its own leases run out before it is frozen.
+        "ERRAND_WORKER_LEASE_SECONDS": "3",
         "ERRAND_WORKER_HEARTBEAT_SECONDS": "0.2",
     }
     frozen = await asyncio.create_subprocess_exec(

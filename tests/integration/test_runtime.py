@@ -94,7 +94,8 @@ BOUNDS = [
     ({"sleep": 5}, Budget(step_seconds=0.2), "budget exceeded: seconds per step"),
     ({"steps": 4}, Budget(job_steps=3), "budget exceeded: steps per job 4 > 3"),
     ({"steps": 3, "tokens": 10}, Budget(job_tokens=25), "budget exceeded: tokens per job 30 > 25"),
-    ({"steps": 1, "sleep": 5}, Budget(job_seconds=0.3), "budget exceeded: seconds per job"),
+    # 1 s, not less: the bound runs from the handler's start, and the step must have opened.
+    ({"steps": 1, "sleep": 5}, Budget(job_seconds=1.0), "budget exceeded: seconds per job"),
     # The kind's default (5 tool calls per step) holds even when the job asks for more.
     (
         {"tool_calls": 6, "budget": {"step_tool_calls": 100}},
@@ -124,7 +125,9 @@ async def test_each_bound_exceeded_fails_the_job_naming_the_bound_and_usage(
     assert done.error["type"] == "BudgetExceeded"
     assert (done.attempts, done.failures) == (1, 1)  # a failure: it used up one of max_attempts
     if "steps per job" not in reason:  # that bound refuses a step before it starts
-        outcomes = await pool.fetch("SELECT outcome FROM step WHERE job_id = $1", done.id)
+        outcomes = await pool.fetch(
+            "SELECT outcome FROM step WHERE job_id = $1 ORDER BY number", done.id
+        )
         assert outcomes[-1]["outcome"] == "budget_exceeded"
 
 
