@@ -21,6 +21,7 @@ import pytest
 from bot.client import ErrandBot
 from bot.settings import BotSettings
 from discord_emulator import Emulator, InteractionHandle, Message
+from discord_emulator.faults import Hold
 from discord_emulator.state import Channel, User
 from discord_emulator.testing import World, running_bot
 from jobs.engine.model import JobView
@@ -116,6 +117,18 @@ class Errand:
             )
 
         return await poll(bound)
+
+    async def summon_and_hold_its_notice(self) -> tuple[str, int, Hold]:
+        """Summon a 2 s job and, once its progress message is posted, hold back Discord's
+        answer to the next message posted in its thread: its notice. Returns the job id, the
+        thread id and the hold."""
+        _, job_id = await self.summon(params="steps=4 step_seconds=0.5")
+        thread_id = await self.thread_of(job_id)
+        hold = self.emu.faults.hold_next(
+            path_contains=f"/channels/{thread_id}/messages", method="POST"
+        )
+        assert self.notices(thread_id) == []  # the hold is in place before the job ends
+        return job_id, thread_id, hold
 
     async def progress_message(self, public_id: str) -> Message:
         """The job's progress message (the latest one, should it have been re-posted)."""

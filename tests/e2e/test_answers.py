@@ -107,14 +107,8 @@ async def test_a_bot_stopped_while_its_answer_edit_is_in_flight_records_the_edit
     interaction token: the bot waits for it and records it, so no one edits it again."""
     bot = errand.new_bot()
     async with running_bot(errand.emu, bot):
-        handle = await errand.emu.invoke_slash(
-            errand.world.alice,
-            errand.world.channel,
-            "summon",
-            {"task": "long", "params": "steps=4 step_seconds=0.5"},
-        )
-        answer = await handle.wait_original(timeout=10)
-        job_id = answer.content.split("`")[1]
+        handle, job_id = await errand.summon("long", params="steps=4 step_seconds=0.5")
+        answer = await handle.wait_original()
         await poll(lambda: "is running" in errand.emu.message(answer.id).content, timeout=20)
         hold = errand.emu.faults.hold_next(path_contains="/messages/@original", method="PATCH")
         assert "is running" in errand.emu.message(answer.id).content  # the end is still to come

@@ -65,12 +65,7 @@ async def test_a_bot_stopped_while_its_notice_is_in_flight_records_it_before_it_
     bot = errand.new_bot()
     async with running_bot(errand.emu, bot):
         errand.bot = bot
-        _, job_id = await errand.summon(params="steps=4 step_seconds=0.5")
-        thread_id = await errand.thread_of(job_id)  # the progress message is posted
-        hold = errand.emu.faults.hold_next(
-            path_contains=f"/channels/{thread_id}/messages", method="POST"
-        )
-        assert errand.notices(thread_id) == []  # the hold is in place before the end
+        job_id, thread_id, hold = await errand.summon_and_hold_its_notice()
         await asyncio.wait_for(hold.arrived.wait(), 20)  # Discord has the notice; no answer yet
         closing = asyncio.create_task(bot.close())
         await asyncio.sleep(0.3)
@@ -101,12 +96,7 @@ async def test_the_stop_waits_for_delivery_no_longer_than_its_drain_time(
     bot = errand.new_bot(delivery_drain_seconds=0.3)
     async with running_bot(errand.emu, bot):
         errand.bot = bot
-        _, job_id = await errand.summon(params="steps=4 step_seconds=0.5")
-        thread_id = await errand.thread_of(job_id)
-        hold = errand.emu.faults.hold_next(
-            path_contains=f"/channels/{thread_id}/messages", method="POST"
-        )
-        assert errand.notices(thread_id) == []  # the hold is in place before the end
+        job_id, thread_id, hold = await errand.summon_and_hold_its_notice()
         await asyncio.wait_for(hold.arrived.wait(), 20)
         started = time.monotonic()
         await asyncio.wait_for(bot.close(), 10)

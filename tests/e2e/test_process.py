@@ -128,12 +128,7 @@ async def test_sigkill_as_the_notice_lands_does_not_duplicate_it(
     (so nothing was recorded): after restart the lease runs out, the bot sends the notice again
     with the same nonce, Discord returns the message it made, and the thread has one notice."""
     async with bot_process(errand, tmp_path) as proc:
-        _, job_id = await errand.summon(params="steps=4 step_seconds=0.5")
-        thread_id = await errand.thread_of(job_id)  # the progress message is posted
-        hold = errand.emu.faults.hold_next(
-            path_contains=f"/channels/{thread_id}/messages", method="POST"
-        )
-        assert errand.notices(thread_id) == []  # the hold is in place before the end
+        job_id, thread_id, hold = await errand.summon_and_hold_its_notice()
         await asyncio.wait_for(hold.arrived.wait(), 20)
         proc.kill()
         await proc.wait()
@@ -155,12 +150,7 @@ async def test_sigterm_while_a_notice_is_in_flight_records_it_before_the_bot_exi
     """A deploy stops the bot (SIGTERM) while Discord is answering a notice: the process
     waits for the answer, records the delivery, then exits 0; nothing is left to resend."""
     async with bot_process(errand, tmp_path) as proc:
-        _, job_id = await errand.summon(params="steps=4 step_seconds=0.5")
-        thread_id = await errand.thread_of(job_id)
-        hold = errand.emu.faults.hold_next(
-            path_contains=f"/channels/{thread_id}/messages", method="POST"
-        )
-        assert errand.notices(thread_id) == []  # the hold is in place before the end
+        job_id, thread_id, hold = await errand.summon_and_hold_its_notice()
         await asyncio.wait_for(hold.arrived.wait(), 20)
         proc.send_signal(signal.SIGTERM)
         await asyncio.sleep(0.5)

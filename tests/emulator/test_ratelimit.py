@@ -31,6 +31,13 @@ async def real_time_emu() -> Any:
         yield emulator
 
 
+def _text_channel(world: World, running: commands.Bot) -> discord.TextChannel:
+    """The world's text channel as the running bot sees it."""
+    channel = running.get_channel(world.channel.id)
+    assert isinstance(channel, discord.TextChannel)
+    return channel
+
+
 async def test_bucket_headers_and_429_shape(real_time_emu: Emulator) -> None:
     emu = real_time_emu
     guild = emu.create_guild()
@@ -93,9 +100,7 @@ async def test_old_message_edit_limit_raw(real_time_emu: Emulator) -> None:
 async def test_discord_py_waits_out_old_message_edit_limit(
     world: World, running: commands.Bot
 ) -> None:
-    emu = world.emu
-    channel = running.get_channel(world.channel.id)
-    assert isinstance(channel, discord.TextChannel)
+    emu, channel = world.emu, _text_channel(world, running)
     msg = await channel.send("v0")
     emu.advance(2 * 3600)
     for i in range(1, 5):
@@ -107,9 +112,7 @@ async def test_discord_py_waits_out_old_message_edit_limit(
 
 
 async def test_discord_py_retries_a_429_storm(world: World, running: commands.Bot) -> None:
-    emu = world.emu
-    channel = running.get_channel(world.channel.id)
-    assert isinstance(channel, discord.TextChannel)
+    emu, channel = world.emu, _text_channel(world, running)
     emu.faults.ratelimit_next(3, retry_after=0.05, path_contains="/messages", method="POST")
     msg = await channel.send("through the storm")
     assert msg.content == "through the storm"
@@ -120,9 +123,7 @@ async def test_discord_py_retries_a_429_storm(world: World, running: commands.Bo
 
 
 async def test_edit_bucket_is_respected_without_429(world: World, running: commands.Bot) -> None:
-    emu = world.emu
-    channel = running.get_channel(world.channel.id)
-    assert isinstance(channel, discord.TextChannel)
+    emu, channel = world.emu, _text_channel(world, running)
     msg = await channel.send("0")
     for i in range(1, 12):  # > 5 edits per (scaled) 5 s window: discord.py waits from headers
         msg = await msg.edit(content=str(i))
@@ -149,9 +150,7 @@ async def test_global_limit() -> None:
 
 
 async def test_server_errors_and_latency(world: World, running: commands.Bot) -> None:
-    emu = world.emu
-    channel = running.get_channel(world.channel.id)
-    assert isinstance(channel, discord.TextChannel)
+    emu, channel = world.emu, _text_channel(world, running)
     emu.faults.fail_next(503, path_contains="/messages", method="POST")
     with pytest.raises(discord.DiscordServerError) as exc:
         await channel.send("during an outage")
@@ -169,9 +168,7 @@ async def test_server_errors_and_latency(world: World, running: commands.Bot) ->
 async def test_a_held_answer_waits_for_its_release_and_only_the_matching_one(
     world: World, running: commands.Bot
 ) -> None:
-    emu = world.emu
-    channel = running.get_channel(world.channel.id)
-    assert isinstance(channel, discord.TextChannel)
+    emu, channel = world.emu, _text_channel(world, running)
     hold = emu.faults.hold_next(path_contains=f"/channels/{channel.id}/messages", method="POST")
     held = asyncio.create_task(channel.send("held"))
     await asyncio.wait_for(hold.arrived.wait(), 5)
@@ -188,9 +185,7 @@ async def test_a_held_answer_waits_for_its_release_and_only_the_matching_one(
 async def test_a_dropped_connection_reaches_discord_py_as_server_disconnected(
     world: World, running: commands.Bot
 ) -> None:
-    emu = world.emu
-    channel = running.get_channel(world.channel.id)
-    assert isinstance(channel, discord.TextChannel)
+    emu, channel = world.emu, _text_channel(world, running)
     emu.faults.disconnect_next(path_contains="/messages", method="POST")
     with pytest.raises(aiohttp.ServerDisconnectedError):
         await channel.send("dropped")

