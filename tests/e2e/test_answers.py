@@ -53,13 +53,8 @@ async def test_an_answer_edit_discord_never_answered_is_made_again_through_the_t
     interaction's token, with no bot-token edit. (A 5xx reaches the same handler only after
     discord.py's webhook adapter has tried 5 times over about 16 s.)"""
     errand.emu.faults.disconnect_next(1, path_contains="/messages/@original", method="PATCH")
-    handle = await errand.emu.invoke_slash(
-        errand.world.alice,
-        errand.world.channel,
-        "summon",
-        {"task": "count", "params": "steps=2 step_seconds=0.5"},
-    )
-    answer = await handle.wait_original(timeout=10)
+    handle, _ = await errand.summon("count", params="steps=2 step_seconds=0.5")
+    answer = await handle.wait_original()
     await poll(lambda: "**succeeded**" in errand.emu.message(answer.id).content, timeout=20)
     edits = errand.emu.request_log(path_contains="/messages/@original")
     assert edits[0].method == "PATCH"
