@@ -19,14 +19,17 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import aiohttp
 import discord
 
 from bot import render
-from bot.discord_io import NO_PINGS
+from bot.discord_io import NO_ANSWER, NO_PINGS
 from jobs import JobStore, State, UnknownJob, get_logger
 
 log = get_logger("bot.answers")
+
+# An edit Discord did not make for its own trouble or the network's (after discord.py's own
+# retries): tried again, the answer still followed.
+_LATER: tuple[type[BaseException], ...] = (discord.DiscordServerError, *NO_ANSWER)
 
 # Discord's interaction tokens are valid for 15 minutes; stop using one a little before.
 TOKEN_SECONDS = 14 * 60
@@ -144,7 +147,7 @@ class Answers:
                 await answer.interaction.edit_original_response(
                     content=text, allowed_mentions=NO_PINGS
                 )
-            except (discord.DiscordServerError, OSError, aiohttp.ClientError) as exc:
+            except _LATER as exc:
                 # Discord's trouble or the network's (after discord.py's own retries), not a
                 # refusal: still followed, the watcher's next look sees the answer behind its
                 # job and tries again.

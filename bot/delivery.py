@@ -28,13 +28,12 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-import aiohttp
 import asyncpg
 import discord
 
 from bot import render
 from bot.answers import Answers
-from bot.discord_io import FORUMS, THREADABLE, DiscordIO, Stopping, describe
+from bot.discord_io import FORUMS, NO_ANSWER, THREADABLE, DiscordIO, Stopping, describe
 from bot.pacer import EDIT, SETUP, TERMINAL_EDIT, edit_interval, edit_wait
 from bot.queries import sql
 from bot.settings import BotSettings
@@ -65,17 +64,9 @@ log = get_logger("bot.delivery")
 # Errors after which a round or the listener is simply tried again: the database unavailable
 # (the one list, jobs.engine.db.UNAVAILABLE) or refusing a statement.
 _TRANSIENT: tuple[type[BaseException], ...] = (*UNAVAILABLE, asyncpg.PostgresError)
-# The way to Discord failing without an answer: OSError (refused, reset, timed out) and what
-# aiohttp raises outside OSError (the server or a proxy closed the connection before answering:
-# ServerDisconnectedError; a body cut short: ClientPayloadError). discord.py passes them on.
-_NETWORK: tuple[type[BaseException], ...] = (
-    OSError,
-    aiohttp.ClientConnectionError,
-    aiohttp.ClientPayloadError,
-)
 _TRANSIENT_ROUND: tuple[type[BaseException], ...] = (
     *_TRANSIENT,
-    *_NETWORK,
+    *NO_ANSWER,
     discord.DiscordServerError,
 )
 
@@ -117,11 +108,10 @@ class Delivery:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._listener: asyncpg.Connection | None = None
-        self._stopping = False
         self._last_edit: dict[int, float] = {}
         self._lookups: set[asyncio.Task[None]] = set()
         self._in_round: set[int] = set()  # job ids whose actor is in a round (stop drains them)
-        self._stopped = asyncio.Event()
+        self._stopped = asyncio.Event()  # set once by stop(): nothing new starts after it
         self.discord = DiscordIO(client, settings.request_rate())
         self.answers = Answers(store, self._record_answer, self._job_states)
         # This process, as the owner of render leases.
@@ -142,7 +132,6 @@ class Delivery:
         ``delivery_drain_seconds`` to be answered and recorded (a deploy sends nothing twice).
         Rows not sent are handed back at once; rows still unanswered at the end stay leased
         until their lease runs out, and their resend carries the same nonce."""
-        self._stopping = True
         self._stopped.set()
         self.discord.close()  # a round waiting for its turn ends now (Stopping)
         for event in self.dirty.values():
@@ -169,7 +158,7 @@ class Delivery:
 
     async def _run(self) -> None:
         await self._listen()
-        while not self._stopping:
+        while not self._stopped.is_set():
             self._wake.clear()
             try:
                 for due in await self.outbox.due_jobs(500):
@@ -250,7 +239,7 @@ class Delivery:
     def poke(self, job_id: int, public_id: str) -> None:
         """Something changed for this job: (re)render it and deliver its rows soon. (Its /summon
         answer follows state changes on its own: :meth:`Answers.wake` on every outbox NOTIFY.)"""
-        if self._stopping:
+        if self._stopped.is_set():
             return
         self.ids[public_id] = job_id
         self.dirty.setdefault(job_id, asyncio.Event()).set()
@@ -263,13 +252,13 @@ class Delivery:
         event = self.dirty[job_id]
         errors = 0
         try:
-            while not self._stopping:
+            while not self._stopped.is_set():
                 event.clear()
                 try:
                     finished = await self._drained_round(job_id, public_id)
                     errors = 0
                 except Retry:
-                    if self._stopping:
+                    if self._stopped.is_set():
                         return
                     await asyncio.sleep(0.2)
                     event.set()
@@ -288,17 +277,17 @@ class Delivery:
                         error=repr(exc),
                         exc_info=not isinstance(exc, _TRANSIENT_ROUND),
                     )
-                    if errors >= 5 or self._stopping:
+                    if errors >= 5 or self._stopped.is_set():
                         return
                     await asyncio.sleep(backoff(errors + 1, base=0.5, cap=10.0, jitter=False))
                     event.set()
                     continue
-                if finished or self._stopping:
+                if finished or self._stopped.is_set():
                     return
                 await event.wait()
         finally:
             self.actors.pop(job_id, None)
-            if event.is_set() and not self._stopping:
+            if event.is_set() and not self._stopped.is_set():
                 self.actors[job_id] = asyncio.create_task(
                     self._actor(job_id, public_id), name=f"deliver:{public_id}"
                 )
@@ -353,7 +342,7 @@ class Delivery:
         except _TRANSIENT_ROUND as exc:
             # Transient (Discord 5xx, network, database): try again soon, no attempt counted.
             await self.outbox.release(pending, 1.0)
-            if isinstance(exc, _NETWORK):  # 5xx answers are counted where they arrive (trace)
+            if isinstance(exc, NO_ANSWER):  # 5xx answers are counted where they arrive (trace)
                 discord_retry("network")
             raise
         except discord.HTTPException as exc:
@@ -575,7 +564,7 @@ class Delivery:
             # Sleep, but wake on news: a terminal state is shown at once, not after the pause.
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(event.wait(), wait)
-                if self._stopping:
+                if self._stopped.is_set():
                     raise Stopping
                 if (await self.store.get(public_id)).state in TERMINAL:
                     return
@@ -583,7 +572,7 @@ class Delivery:
         if wait > 0:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stopped.wait(), wait)
-            if self._stopping:
+            if self._stopped.is_set():
                 raise Stopping
 
     # -- notices --------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import time
 
+import aiohttp
 import discord
 
 from bot import render
@@ -38,6 +39,17 @@ NO_PINGS = discord.AllowedMentions.none()
 def describe(exc: discord.HTTPException) -> str:
     """A refusal as one short line: ``403 50013: Missing Permissions``."""
     return f"{exc.status} {exc.code}: {exc.text}"[:300]
+
+
+# Discord not answering: OSError (refused, reset, timed out) and what aiohttp raises outside
+# OSError (the server or a proxy closed the connection before answering:
+# ServerDisconnectedError; a body cut short: ClientPayloadError). discord.py passes them on.
+# Not a refusal: whoever sent the request tries again, counting no attempt.
+NO_ANSWER: tuple[type[BaseException], ...] = (
+    OSError,
+    aiohttp.ClientConnectionError,
+    aiohttp.ClientPayloadError,
+)
 
 
 class Stopping(Exception):

@@ -14,6 +14,13 @@ from .errors import DiscordError
 from .ratelimit import too_many
 
 
+def _on_route(want_method: str | None, path_contains: str | None, method: str, path: str) -> bool:
+    """Whether a request (``method``, ``path``) is one a fault or a hold names."""
+    if want_method is not None and want_method.upper() != method.upper():
+        return False
+    return path_contains is None or path_contains in path
+
+
 class Disconnect(Exception):
     """Close the request's connection without an answer."""
 
@@ -30,9 +37,7 @@ class Fault:
     is_global: bool = False
 
     def matches(self, method: str, path: str) -> bool:
-        if self.method is not None and self.method.upper() != method.upper():
-            return False
-        return self.path_contains is None or self.path_contains in path
+        return _on_route(self.method, self.path_contains, method, path)
 
 
 @dataclass
@@ -46,9 +51,7 @@ class Hold:
     released: asyncio.Event = field(default_factory=asyncio.Event)
 
     def matches(self, method: str, path: str) -> bool:
-        if self.method is not None and self.method.upper() != method.upper():
-            return False
-        return self.path_contains is None or self.path_contains in path
+        return _on_route(self.method, self.path_contains, method, path)
 
     def release(self) -> None:
         self.released.set()

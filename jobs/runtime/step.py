@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from jobs.engine.records import StepOutcome
-from jobs.errors import BudgetExceeded, JobCancelled, LeaseLost
+from jobs.errors import BOUND_NAMES, BudgetExceeded, JobCancelled, LeaseLost
 from jobs.runtime.attempt import Attempt, StopReason
 from jobs.runtime.budget import Budget, Meter, Usage
 from jobs.secrets import scrub
@@ -85,7 +85,8 @@ class Steps:
         except (asyncio.CancelledError, LeaseLost, JobCancelled) as exc:
             if ctx.job_deadline is not None and ctx.job_deadline.expired():
                 # The job's time bound ran out during this step (execute says so for the job).
-                outcome, error = StepOutcome.BUDGET_EXCEEDED, "budget exceeded: seconds per job"
+                outcome = StepOutcome.BUDGET_EXCEEDED
+                error = f"budget exceeded: {BOUND_NAMES['job_seconds']}"
             else:
                 outcome = _stopped(ctx, lost=isinstance(exc, LeaseLost))
             raise
