@@ -15,7 +15,6 @@ import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 import pytest
@@ -25,6 +24,7 @@ from jobs.engine.migrate import migrate
 from jobs.engine.store import JobStore
 from jobs.kinds import default_registry
 from jobs.runtime.registry import Registry
+from tests.support.databases import create_database, drop_database
 
 if TYPE_CHECKING:
     from discord_emulator import Emulator
@@ -45,12 +45,6 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return max(1, min(usable or 1, 4))  # sched_getaffinity is Linux-only (not on macOS)
-
-
-def with_database(dsn: str, name: str) -> str:
-    """``dsn`` pointing at database ``name`` (works for host=... socket DSNs too)."""
-    parts = urlsplit(dsn)
-    return urlunsplit(parts._replace(path=f"/{name}"))
 
 
 @pytest.fixture(scope="session")
@@ -78,31 +72,6 @@ def data_root() -> Iterator[Path]:
     for pgdata in root.rglob("postmaster.pid"):
         stop_embedded(pgdata.parent)
     shutil.rmtree(root, ignore_errors=True)
-
-
-async def admin_execute(server_dsn: str, *statements: str) -> None:
-    """Run statements on the server's maintenance database (CREATE/DROP DATABASE)."""
-    admin = await asyncpg.connect(server_dsn)
-    try:
-        for statement in statements:
-            await admin.execute(statement)
-    finally:
-        await admin.close()
-
-
-async def create_database(server_dsn: str, name: str, template: str | None = None) -> str:
-    """A new database ``name`` (replacing one of that name), cloned from ``template`` if given;
-    returns its DSN."""
-    clone = f" TEMPLATE {template}" if template else ""
-    await admin_execute(
-        server_dsn, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)", f"CREATE DATABASE {name}{clone}"
-    )
-    return with_database(server_dsn, name)
-
-
-async def drop_database(server_dsn: str, name: str) -> None:
-    """Drop database ``name``, disconnecting whoever still uses it."""
-    await admin_execute(server_dsn, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 @pytest.fixture(scope="session")

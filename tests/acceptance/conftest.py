@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.cli_support import CLI, ROOT, Ran, cli_environment, run_cli
+from tests.support.cli import CLI, ROOT, Ran, cli_environment, run_cli
 
 Errand = Callable[..., Awaitable[dict[str, Any]]]
 

@@ -9,22 +9,20 @@ from typing import Any
 
 import asyncpg
 
-from tests.cli_support import Ran
+from tests.support.cli import Ran
+from tests.support.polling import poll
 
 Errand = Callable[..., Awaitable[dict[str, Any]]]
 Worker = Callable[..., Awaitable[asyncio.subprocess.Process]]
 
 
 async def _wait_state(pool: asyncpg.Pool, public_id: str, state: str, within: float) -> None:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        if (
-            await pool.fetchval("SELECT state::text FROM job WHERE public_id = $1", public_id)
-            == state
-        ):
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"{public_id} did not reach {state} in {within}s")
+    await poll(
+        lambda: pool.fetchval("SELECT state::text FROM job WHERE public_id = $1", public_id),
+        within,
+        until=lambda stored: stored == state,
+        what=f"{public_id} {state}",
+    )
 
 
 async def test_sleep_job_is_queued_then_running_then_cancelled_within_a_second(
@@ -200,8 +198,8 @@ async def test_migrate_names_what_it_applied_to_an_empty_database_then_nothing(
     import uuid
 
     from jobs.engine.migrate import load
-    from tests.cli_support import cli_environment, run_cli
-    from tests.conftest import create_database, drop_database
+    from tests.support.cli import cli_environment, run_cli
+    from tests.support.databases import create_database, drop_database
 
     name = f"errand_cli_migrate_{uuid.uuid4().hex[:8]}"
     dsn = await create_database(server_dsn, name)

@@ -8,7 +8,7 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from tests.cli_support import run_cli
+from tests.support.cli import run_cli
 
 DEEP = "[" * 50_000 + "]" * 50_000
 HUGE = "k" * 100_000

@@ -8,13 +8,13 @@ import asyncio
 import json
 import re
 import sys
-import time
 
 import asyncpg
 
 from tests.acceptance.conftest import Errand
 from tests.acceptance.test_cli import Worker
-from tests.cli_support import ROOT, run_cli
+from tests.support.cli import ROOT, run_cli
+from tests.support.polling import poll
 
 PYTHON_TYPES = re.compile(r"<(bool|str|int|float|list\[[^\]]*\]|Path)>")
 
@@ -36,20 +36,20 @@ async def registered_kinds(env: dict[str, str]) -> dict[str, list[str]]:
 
 
 async def _finished(pool: asyncpg.Pool, public_id: str, within: float = 20.0) -> str:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        state = await pool.fetchval("SELECT state::text FROM job WHERE public_id = $1", public_id)
-        if state in ("succeeded", "failed", "cancelled", "unknown"):
-            return str(state)
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"{public_id} did not finish in {within}s")
+    state: str = await poll(
+        lambda: pool.fetchval("SELECT state::text FROM job WHERE public_id = $1", public_id),
+        within,
+        until=lambda stored: stored in ("succeeded", "failed", "cancelled", "unknown"),
+        what=f"{public_id} finished",
+    )
+    return state
 
 
 async def test_submit_help_lists_every_registered_kind_with_its_parameters(
     env: dict[str, str],
 ) -> None:
     # The test kinds too: the list comes from the registry the CLI loads, extra kinds included.
-    env = env | {"COLUMNS": "160", "ERRAND_EXTRA_KINDS": "tests.kinds_for_tests"}
+    env = env | {"COLUMNS": "160", "ERRAND_EXTRA_KINDS": "tests.support.kinds"}
     ran = await run_cli(env, "job", "submit", "--help")
     assert ran.code == 0, ran.err
     text = ran.out

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,6 +19,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+
+from tests.support.ports import free_port
 
 CHROMIUM = Path(os.environ.get("ERRAND_TEST_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = [
@@ -32,13 +33,6 @@ CHROMIUM_ARGS = [
 ]
 # Settings that would point the sandbox at a shared database or a real Discord.
 SCRUBBED_ENV = ("DATABASE_URL", "ERRAND_DB_URL", "TEST_DATABASE_URL", "DISCORD_TOKEN")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def errand_command() -> list[str]:
@@ -132,7 +126,7 @@ def running_sandbox(
 # stops a job held in its blind effect, which will not end on its own, so the grace (3 s in a
 # sandbox) only delays the stop that makes it unknown.
 PROBE_ENV = {
-    "ERRAND_EXTRA_KINDS": "tests.kinds_for_tests",
+    "ERRAND_EXTRA_KINDS": "tests.support.kinds",
     "ERRAND_WORKER_SHUTDOWN_GRACE_SECONDS": "0.5",
 }
 

@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 
 from bot.sandbox import HEARTBEAT_ENV
+from tests.support.ports import free_port
 
-from .conftest import Sandbox, free_port
+from .conftest import Sandbox
 
 # The warning came with the first heartbeat's ACK, a whole interval after the connection
 # (Discord's is 41.25 s). discord.py warns only when the latency it measures exceeds 10 s, and

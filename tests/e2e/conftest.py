@@ -8,10 +8,9 @@ the timings are shortened (edit pacing, polling, leases), never the rules.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +27,8 @@ from jobs.engine.model import JobView
 from jobs.engine.store import JobStore
 from jobs.runtime.registry import Registry
 from jobs.runtime.worker import Worker
-from tests.integration.runtime_support import running_worker as shared_running_worker
+from tests.support.polling import poll
+from tests.support.runtime import running_worker as shared_running_worker
 
 STATE = re.compile(r"\*\*(queued|running|cancelling|succeeded|failed|cancelled|unknown)\*\*")
 JOB_ID = re.compile(r"Job `([a-z0-9]+)`")
@@ -153,20 +153,6 @@ class Errand:
         return [
             m for m in self.emu.history(thread_id) if m.content.startswith("<@") and not m.deleted
         ]
-
-
-async def poll(fn: Callable[[], Any], timeout: float = 10.0, every: float = 0.02) -> Any:  # noqa: ASYNC109
-    """Wait until ``fn()`` (sync or async) returns something truthy, and return it."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        value = fn()
-        if asyncio.iscoroutine(value):
-            value = await value
-        if value:
-            return value
-        if asyncio.get_running_loop().time() > deadline:
-            raise TimeoutError("condition not met in time")
-        await asyncio.sleep(every)
 
 
 def running_worker(

@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
-import tests.kinds_for_tests  # noqa: F401  (registers one_shot)
+import tests.support.kinds  # noqa: F401  (registers one_shot)
 from discord_emulator.testing import running_bot
 from jobs import Worker
-from tests.integration.runtime_support import running_worker
+from tests.support.polling import poll
+from tests.support.runtime import running_worker
 
-from .conftest import Errand, poll
+from .conftest import Errand
 
 
 async def test_the_answer_follows_the_job_through_its_interaction_token(
@@ -29,7 +30,7 @@ async def test_the_answer_follows_the_job_through_its_interaction_token(
     answer = await handle.wait_original(timeout=10)
     assert "is queued" in answer.content
     job_id = answer.content.split("`")[1]
-    await poll(lambda: "**succeeded**" in errand.emu.message(answer.id).content, timeout=20)
+    await poll(lambda: "**succeeded**" in errand.emu.message(answer.id).content, within=20)
     shown = [v.content for v in errand.emu.message(answer.id).versions]
     assert any("is running" in c for c in shown), shown
     assert "**succeeded**" in shown[-1]
@@ -55,7 +56,7 @@ async def test_an_answer_edit_discord_never_answered_is_made_again_through_the_t
     errand.emu.faults.disconnect_next(1, path_contains="/messages/@original", method="PATCH")
     handle, _ = await errand.summon("count", params="steps=2 step_seconds=0.5")
     answer = await handle.wait_original()
-    await poll(lambda: "**succeeded**" in errand.emu.message(answer.id).content, timeout=20)
+    await poll(lambda: "**succeeded**" in errand.emu.message(answer.id).content, within=20)
     edits = errand.emu.request_log(path_contains="/messages/@original")
     assert edits[0].method == "PATCH"
     assert edits[0].status == 0  # dropped
@@ -83,9 +84,9 @@ async def test_a_restarted_bot_settles_the_answer_with_its_own_token(
         answer = await handle.wait_original(timeout=10)
         job_id = answer.content.split("`")[1]
     # The bot that holds the interaction token is gone; the job ends without it.
-    await poll(lambda: _state(errand, job_id, "succeeded"), timeout=20)
+    await poll(lambda: _state(errand, job_id, "succeeded"), within=20)
     async with running_bot(errand.emu, errand.new_bot()):
-        await poll(lambda: "**succeeded**" in errand.emu.message(answer.id).content, timeout=20)
+        await poll(lambda: "**succeeded**" in errand.emu.message(answer.id).content, within=20)
     bot_edits = [
         r
         for r in errand.emu.request_log(path_contains=f"/messages/{answer.id}")
@@ -104,7 +105,7 @@ async def test_a_bot_stopped_while_its_answer_edit_is_in_flight_records_the_edit
     async with running_bot(errand.emu, bot):
         handle, job_id = await errand.summon("long", params="steps=4 step_seconds=0.5")
         answer = await handle.wait_original()
-        await poll(lambda: "is running" in errand.emu.message(answer.id).content, timeout=20)
+        await poll(lambda: "is running" in errand.emu.message(answer.id).content, within=20)
         hold = errand.emu.faults.hold_next(path_contains="/messages/@original", method="PATCH")
         assert "is running" in errand.emu.message(answer.id).content  # the end is still to come
         await asyncio.wait_for(hold.arrived.wait(), 20)
@@ -157,8 +158,8 @@ async def test_an_answer_whose_job_ended_unknown_while_no_bot_held_its_token_say
         )
         answer = await handle.wait_original(timeout=10)
         job_id = answer.content.split("`")[1]
-        await poll(lambda: _state(errand, job_id, "running"), timeout=20)
+        await poll(lambda: _state(errand, job_id, "running"), within=20)
     # the worker stopped mid-run: a one-attempt job without a checkpoint ends unknown
-    await poll(lambda: _state(errand, job_id, "unknown"), timeout=20)
+    await poll(lambda: _state(errand, job_id, "unknown"), within=20)
     async with running_bot(errand.emu, errand.new_bot()):
-        await poll(lambda: "**unknown**" in errand.emu.message(answer.id).content, timeout=20)
+        await poll(lambda: "**unknown**" in errand.emu.message(answer.id).content, within=20)

@@ -12,10 +12,11 @@ from discord_emulator.testing import World, running_bot
 from jobs.engine.db import create_pool
 from jobs.engine.store import JobStore
 from jobs.runtime.registry import Registry
-from tests.cli_support import CLI, ROOT, cli_environment
-from tests.pg_restart import own_database, restart
+from tests.support.cli import CLI, ROOT, cli_environment
+from tests.support.pg_restart import own_database, restart
+from tests.support.polling import poll
 
-from .conftest import Errand, poll, state_of
+from .conftest import Errand, state_of
 
 
 async def test_the_bot_follows_jobs_across_three_postgres_restarts(
@@ -49,7 +50,7 @@ async def test_the_bot_follows_jobs_across_three_postgres_restarts(
                     msg = await errand.wait_progress_state(job_id, "succeeded", timeout=40)
                     assert state_of(emu.message(msg.id).content) == "succeeded"
                     thread = await errand.thread_of(job_id)
-                    notices = await poll(lambda thread=thread: errand.notices(thread), timeout=20)
+                    notices = await poll(lambda thread=thread: errand.notices(thread), within=20)
                     assert len(notices) == 1
                     assert (await errand.job(job_id)).attempts == 1
                 assert not bot.delivery._task.done()

@@ -18,8 +18,9 @@ from discord_emulator import patched
 from discord_emulator import permissions as P
 from discord_emulator.testing import running_bot
 from jobs.runtime.worker import Worker
+from tests.support.polling import poll
 
-from .conftest import Errand, poll, state_of
+from .conftest import Errand, state_of
 
 
 async def test_a_notice_written_while_the_bot_was_down_is_delivered_once_after_restart(
@@ -106,7 +107,7 @@ async def test_the_stop_waits_for_delivery_no_longer_than_its_drain_time(
         assert [r["delivered_at"] for r in await _succeeded_rows(errand, job_id)] == [None]
     assert 0.3 <= stopped_after < 5.0, stopped_after
     async with running_bot(errand.emu, errand.new_bot()):
-        rows = await poll(lambda: _delivered(errand, job_id), timeout=20)
+        rows = await poll(lambda: _delivered(errand, job_id), within=20)
     [notice] = errand.notices(thread_id)
     assert [r["external_id"] for r in rows] == [str(notice.id)]
 
@@ -237,7 +238,7 @@ async def test_discord_5xx_and_dropped_connections_are_retried_uncounted_and_nev
             errand.emu.faults.fail_next(fault, 2, **where)
         else:
             errand.emu.faults.disconnect_next(2, **where)
-        [notice] = await poll(lambda: errand.notices(thread_id), timeout=30)
+        [notice] = await poll(lambda: errand.notices(thread_id), within=30)
         assert "**succeeded**" in notice.content
 
         async def recorded() -> list[asyncpg.Record]:
@@ -251,7 +252,7 @@ async def test_discord_5xx_and_dropped_connections_are_retried_uncounted_and_nev
 
         # The message reaches Discord before the bot records it: wait for the record before
         # stopping the bot (which would leave it to the next one, and the nonce).
-        rows = await poll(recorded, timeout=10)
+        rows = await poll(recorded, within=10)
     failed = [t for t in errand.emu.faults.triggered if t[2] == fault]
     assert len(failed) == 2
     assert [(r["attempts"], r["dead_at"], r["external_id"]) for r in rows] == [
@@ -306,11 +307,11 @@ async def test_a_hundred_jobs_in_one_channel_all_end_terminal_without_429_storms
                 done += 1
         return done == 100
 
-    await poll(all_terminal, timeout=60, every=0.2)
+    await poll(all_terminal, within=60, every=0.2)
     assert time.perf_counter() - started < 60
     limited = Counter(r.route or r.path for r in errand.emu.request_log(status=429))
     assert all(n <= 1 for n in limited.values()), limited
-    notices = await poll(lambda: _notice_count(errand, ids), timeout=20)
+    notices = await poll(lambda: _notice_count(errand, ids), within=20)
     assert notices == 100
     for job_id in ids:
         msg = await errand.progress_message(job_id)
@@ -381,7 +382,7 @@ async def test_a_notice_still_rate_limited_after_discordpy_retries_is_never_dead
     errand.emu.faults.ratelimit_next(
         40, path_contains=f"/channels/{thread}/messages", method="POST"
     )
-    [notice] = await poll(lambda: errand.notices(thread), timeout=60)
+    [notice] = await poll(lambda: errand.notices(thread), within=60)
     assert "**succeeded**" in notice.content
 
     async def settled() -> asyncpg.Record | None:

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from bot.client import ErrandBot
 from jobs.runtime.worker import Worker
+from tests.support.polling import poll
 
-from .conftest import Errand, poll
+from .conftest import Errand
 
 
 async def test_a_notice_mentions_exactly_its_requester(

@@ -9,8 +9,9 @@ from bot.client import ErrandBot
 from discord_emulator import permissions as P
 from discord_emulator.ratelimit import RateLimitConfig
 from discord_emulator.testing import running_bot
+from tests.support.polling import poll
 
-from .conftest import Errand, poll, running_worker
+from .conftest import Errand, running_worker
 
 NEEDED = (
     P.VIEW_CHANNEL

@@ -13,8 +13,9 @@ from pathlib import Path
 
 from discord_emulator import Emulator
 from jobs.runtime.worker import Worker
+from tests.support.polling import poll
 
-from .conftest import Errand, poll
+from .conftest import Errand
 
 ENTRY = "from bot.cli import main; main()"
 
@@ -97,7 +98,7 @@ async def _delivered_once(errand: Errand, job_id: str) -> None:
             "AND o.payload->>'to' = 'succeeded' AND o.delivered_at IS NOT NULL",
             job_id,
         ),
-        timeout=20,
+        within=20,
     )
     await asyncio.sleep(1.5)  # longer than a lease: a duplicate would have been sent by now
     notices = errand.notices(thread_id)

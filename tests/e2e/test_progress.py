@@ -7,8 +7,9 @@ from datetime import datetime
 
 from bot.client import ErrandBot
 from jobs.runtime.worker import Worker
+from tests.support.polling import poll
 
-from .conftest import Errand, poll, running_worker, state_of
+from .conftest import Errand, running_worker, state_of
 
 TERMINAL = {"succeeded", "failed", "cancelled"}
 

@@ -9,9 +9,10 @@ import signal
 from pathlib import Path
 
 from bot.client import ErrandBot
-from tests.worker_process import start_worker, stop_worker
+from tests.support.polling import poll
+from tests.support.worker_process import start_worker, stop_worker
 
-from .conftest import Errand, poll, state_of
+from .conftest import Errand, state_of
 
 STEP = re.compile(r"Step (\d+) of 40")
 
@@ -27,7 +28,7 @@ async def test_three_sigterms_during_a_demo_lose_no_step_and_never_step_back(
             job = await errand.job(job_id)
             return job.state.value == "running" and (job.progress or {}).get("done", 0) >= target
 
-        await poll(reached, timeout=40)
+        await poll(reached, within=40)
         assert await stop_worker(proc, signal.SIGTERM) == 0
         released = await errand.job(job_id)
         assert (released.state.value, released.reason) == ("queued", "released by worker shutdown")

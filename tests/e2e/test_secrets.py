@@ -8,9 +8,10 @@ import signal
 from pathlib import Path
 
 from bot.client import ErrandBot
-from tests.cli_support import CLI, ROOT, cli_environment, run_cli
-from tests.e2e.conftest import Errand, poll
+from tests.e2e.conftest import Errand
 from tests.fakes.chat_server import chat_server
+from tests.support.cli import CLI, ROOT, cli_environment, run_cli
+from tests.support.polling import poll
 
 # No recognisable shape (no "sk-", no "key=" around it): only masking by value can catch it.
 KEY = "Zq8xY2w9-provider-secret-Lm4Pn7Rb3Vt6"
@@ -55,13 +56,13 @@ async def test_a_provider_echoing_the_api_key_leaks_it_nowhere(
             )
             job = await poll(
                 lambda: _ended(errand, public_id),
-                timeout=30,
+                within=30,
             )
             assert job.state.value == "failed"
             assert "Incorrect API key provided: ***" in (job.reason or "")
             assert server.authorizations == [f"Bearer {KEY}"]  # the key was really sent
             thread = await errand.thread_of(public_id)
-            await poll(lambda: errand.notices(thread), timeout=15)
+            await poll(lambda: errand.notices(thread), within=15)
             outputs = [
                 await run_cli(env, "job", "status", public_id, "--json"),
                 await run_cli(env, "job", "list", "--json"),

@@ -10,8 +10,9 @@ from bot.client import ErrandBot
 from discord_emulator.testing import running_bot
 from jobs.engine.store import JobStore, Quotas
 from jobs.runtime.worker import Worker
+from tests.support.polling import poll
 
-from .conftest import JOB_ID, Errand, fast_bot_settings, poll, state_of
+from .conftest import JOB_ID, Errand, fast_bot_settings, state_of
 
 
 async def test_submitting_long_work_returns_an_id_without_holding_the_transport_open(

@@ -14,8 +14,9 @@ from pathlib import Path
 
 from discord_emulator.state import Channel
 from jobs import Worker
+from tests.support.polling import poll
 
-from .conftest import Errand, poll
+from .conftest import Errand
 from .test_process import ENTRY, bot_env
 
 SHARDS = 4
@@ -45,7 +46,7 @@ async def shard_process(
     want = {(s, SHARDS) for s in shard_ids}
     try:
         await poll(
-            lambda: want <= {s.shard for s in errand.emu.gateway.sessions.values()}, timeout=30
+            lambda: want <= {s.shard for s in errand.emu.gateway.sessions.values()}, within=30
         )
         yield proc
     finally:
@@ -107,7 +108,7 @@ async def test_two_processes_of_two_shards_deliver_each_job_once_across_a_sigkil
             await summon_in(errand, ch, n, "steps=2 step_seconds=0.2")
             for n, ch in enumerate(channels * 2)
         ]
-        await poll(lambda: all_delivered(errand, ids), timeout=60)
+        await poll(lambda: all_delivered(errand, ids), within=60)
         assert_one_of_each(errand, channels, ids)
 
         # Mid-delivery: the jobs of shards 0 and 1 run and edit their progress messages when
@@ -123,14 +124,14 @@ async def test_two_processes_of_two_shards_deliver_each_job_once_across_a_sigkil
             lambda: errand.pool.fetchval(
                 "SELECT bool_and(state = 'succeeded') FROM job WHERE public_id = ANY($1)", late
             ),
-            timeout=30,
+            within=30,
         )
         # Shards 2 and 3 delivered theirs; nobody delivers the dead process's shards meanwhile.
-        await poll(lambda: all_delivered(errand, late[2:]), timeout=30)
+        await poll(lambda: all_delivered(errand, late[2:]), within=30)
         await asyncio.sleep(1.5)
         assert not await all_delivered(errand, late[:1])
         assert not await all_delivered(errand, late[1:2])
         async with shard_process(errand, tmp_path / "c", [0, 1]):
-            await poll(lambda: all_delivered(errand, late), timeout=60)
+            await poll(lambda: all_delivered(errand, late), within=60)
             await asyncio.sleep(1.5)  # longer than a delivery lease: a duplicate would show
             assert_one_of_each(errand, channels, ids + late)

@@ -8,8 +8,9 @@ from bot.client import ErrandBot
 from jobs.engine.store import Finish
 from jobs.runtime.context import Context
 from jobs.runtime.registry import kind
+from tests.support.polling import poll
 
-from .conftest import Errand, poll, state_of
+from .conftest import Errand, state_of
 
 
 async def test_unknown_is_shown_with_what_to_do_and_an_operator_resolves_it(

@@ -23,7 +23,7 @@ from jobs.kinds import default_registry
 from jobs.runtime.budget import Budget
 from jobs.runtime.worker import Worker
 from jobs.settings import WorkerSettings
-from tests.integration.runtime_support import wait_for
+from tests.support.runtime import job_reaches
 
 TICK = 0.005
 
@@ -69,7 +69,7 @@ async def main(dsn: str) -> dict[str, object]:
         prober = asyncio.create_task(probe())
         job, _ = await store.submit("agent", {"prompt": "[script:quick] hi"}, requester="probe")
         started = time.monotonic()
-        done = await wait_for(store, job.public_id, {"succeeded", "failed"}, within=30)
+        done = await job_reaches(store, job.public_id, {"succeeded", "failed"}, within=30)
         took = time.monotonic() - started
         probing.set()
         await prober

@@ -14,7 +14,7 @@ from jobs.engine.model import JobView
 from jobs.engine.store import JobStore
 from jobs.runtime.registry import Registry
 from tests.fakes.chat_server import ChatServer, chat_server
-from tests.integration.runtime_support import running_worker, wait_for
+from tests.support.runtime import job_reaches, running_worker
 
 CATALOG = """
 [commands.greet]
@@ -65,7 +65,7 @@ async def _run(
 ) -> JobView:
     job, _ = await store.submit("agent", params, requester="t")
     async with running_worker(store, registry, dsn, tmp):
-        return await wait_for(store, job.public_id, {"succeeded", "failed", "cancelled"})
+        return await job_reaches(store, job.public_id, {"succeeded", "failed", "cancelled"})
 
 
 async def test_every_request_carries_max_tokens_the_smaller_of_step_and_job_left(

@@ -15,8 +15,9 @@ import pytest
 from jobs.engine.state import Actor
 from jobs.engine.store import JobStore
 from jobs.runtime.registry import Registry
-from tests.cli_support import CLI, ROOT, cli_environment
-from tests.integration.runtime_support import running_worker, wait_for, wait_until
+from tests.support.cli import CLI, ROOT, cli_environment
+from tests.support.polling import poll
+from tests.support.runtime import job_reaches, running_worker
 
 
 def _catalog(tmp: Path) -> str:
@@ -71,7 +72,7 @@ async def _pid_in(path: Path) -> int:
     async def written() -> bool:
         return await asyncio.to_thread(_read_pid, path) is not None
 
-    await wait_until(written, within=10)
+    await poll(written, within=10)
     pid = _read_pid(path)
     assert pid is not None
     return pid
@@ -85,7 +86,7 @@ async def test_a_command_ends_when_it_exits_though_a_background_child_holds_its_
     job, _ = await store.submit("command", {"name": "background"}, requester="t")
     started = time.monotonic()
     async with running_worker(store, registry, db_dsn, tmp_path):
-        done = await wait_for(store, job.public_id, {"succeeded", "failed"}, within=25)
+        done = await job_reaches(store, job.public_id, {"succeeded", "failed"}, within=25)
     assert (done.state.value, done.reason) == ("succeeded", None)
     assert done.result["exit_code"] == 0
     assert done.result["tail"] == ["done"]
@@ -96,7 +97,7 @@ async def test_a_command_ends_when_it_exits_though_a_background_child_holds_its_
     async def gone() -> bool:
         return not _alive(pid)
 
-    await wait_until(gone, within=5)
+    await poll(gone, within=5)
 
 
 @pytest.mark.parametrize("name", ["escaper", "orphan"])
@@ -111,13 +112,13 @@ async def test_cancel_ends_descendants_that_left_the_process_group(
         assert _alive(pid)
         assert os.getpgid(pid) == pid  # it really left the job's process group
         await store.cancel(job.public_id, actor=Actor.REQUESTER, by="t")
-        done = await wait_for(store, job.public_id, {"cancelled", "failed"}, within=15)
+        done = await job_reaches(store, job.public_id, {"cancelled", "failed"}, within=15)
     assert done.state.value == "cancelled"
 
     async def gone() -> bool:
         return not _alive(pid)
 
-    await wait_until(gone, within=5)
+    await poll(gone, within=5)
 
 
 async def test_a_command_that_is_not_retry_safe_stopped_by_a_shutdown_ends_truthfully(
@@ -138,7 +139,7 @@ async def test_a_command_that_is_not_retry_safe_stopped_by_a_shutdown_ends_truth
             *CLI, "worker", env=env, cwd=ROOT, stderr=asyncio.subprocess.DEVNULL
         )
         procs.append(first)
-        await wait_for(store, job.public_id, {"running"}, within=30)
+        await job_reaches(store, job.public_id, {"running"}, within=30)
         await asyncio.sleep(1.0)  # the command has started
         second = await asyncio.create_subprocess_exec(
             *CLI, "worker", env=env, cwd=ROOT, stderr=asyncio.subprocess.DEVNULL
@@ -146,7 +147,9 @@ async def test_a_command_that_is_not_retry_safe_stopped_by_a_shutdown_ends_truth
         procs.append(second)
         first.send_signal(signal.SIGTERM)
         await asyncio.wait_for(first.wait(), 15)
-        done = await wait_for(store, job.public_id, {"succeeded", "failed", "unknown"}, within=20)
+        done = await job_reaches(
+            store, job.public_id, {"succeeded", "failed", "unknown"}, within=20
+        )
         await asyncio.sleep(1.0)
     finally:
         for proc in procs:

@@ -12,14 +12,15 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-import tests.kinds_for_tests  # noqa: F401  (registers the test kinds)
+import tests.support.kinds  # noqa: F401  (registers the test kinds)
 from jobs.engine.migrate import migrate
 from jobs.engine.queries import q
 from jobs.engine.store import JobStore, Quotas, Submission
 from jobs.errors import IdempotencyConflict, InvalidParams, UnknownKind
 from jobs.runtime.registry import Registry
-from tests.integration.helpers import every_connection
-from tests.integration.runtime_support import running_worker, wait_for, wait_until
+from tests.support.polling import poll
+from tests.support.rows import every_connection
+from tests.support.runtime import job_reaches, running_worker
 
 ORIGIN = {"transport": "test"}
 
@@ -38,12 +39,12 @@ async def test_a_cancel_reaches_a_handler_awaiting_plain_asyncio_sleep(
     async with running_worker(
         store, registry, db_dsn, tmp_path, cancel_grace_seconds=60, heartbeat_seconds=3600
     ):
-        await wait_for(store, job.public_id, {"running"})
-        await wait_until(lambda: _async(_ledger(ledger) == ["started"]))
+        await job_reaches(store, job.public_id, {"running"})
+        await poll(lambda: _async(_ledger(ledger) == ["started"]))
         asked = time.monotonic()
         outcome = await store.cancel(job.public_id, by="t")
         assert outcome.outcome == "cancelling"
-        done = await wait_for(store, job.public_id, {"cancelled", "succeeded", "failed"}, 5)
+        done = await job_reaches(store, job.public_id, {"cancelled", "succeeded", "failed"}, 5)
         took = time.monotonic() - asked
     assert done.state.value == "cancelled"
     assert took < 2.0  # the grace is 60 s and heartbeats are off: only the NOTIFY can do it
@@ -72,11 +73,11 @@ async def test_a_cancel_during_an_effect_waits_for_the_effect_and_the_job_ends_c
         "effect_hold", {"ledger": str(ledger), "seconds": 1.0}, requester="t"
     )
     async with running_worker(store, registry, db_dsn, tmp_path, cancel_grace_seconds=60):
-        await wait_until(lambda: _async(_ledger(ledger) == ["effect started"]))
+        await poll(lambda: _async(_ledger(ledger) == ["effect started"]))
         await store.cancel(job.public_id, by="t")
         assert (await store.get(job.public_id)).state.value == "cancelling"
         assert _ledger(ledger) == ["effect started"]  # the effect is still running
-        done = await wait_for(store, job.public_id, {"cancelled", "succeeded", "failed"}, 10)
+        done = await job_reaches(store, job.public_id, {"cancelled", "succeeded", "failed"}, 10)
     assert done.state.value == "cancelled"
     assert _ledger(ledger) == ["effect started", "effect done"]  # not "after the effect"
     effect = await pool.fetchrow(
@@ -240,9 +241,9 @@ async def test_pooled_connections_carry_no_listen_no_advisory_lock_and_reuse_sta
     await asyncio.gather(*(store.submit("noop", {}, requester="t") for _ in range(30)))
     sleeper, _ = await store.submit("sleep", {"seconds": 600}, requester="t")
     async with running_worker(store, registry, db_dsn, tmp_path):
-        await wait_for(store, sleeper.public_id, {"running"})
+        await job_reaches(store, sleeper.public_id, {"running"})
         await store.cancel(sleeper.public_id, by="t")
-        await wait_for(store, sleeper.public_id, {"cancelled"})
+        await job_reaches(store, sleeper.public_id, {"cancelled"})
     async with pool.acquire() as conn:
         await migrate(conn)
 
@@ -290,9 +291,9 @@ async def test_the_fast_paths_lose_no_event_and_no_outbox_row(
     ]
     async with running_worker(store, registry, db_dsn, tmp_path):
         for job in sleepers:
-            await wait_for(store, job.public_id, {"running"}, 30)
+            await job_reaches(store, job.public_id, {"running"}, 30)
             await store.cancel(job.public_id, by="t")
-        await wait_until(
+        await poll(
             lambda: _count(pool, "SELECT count(*) FROM job WHERE finished_at IS NULL", 0), 60
         )
     rows = await pool.fetch(

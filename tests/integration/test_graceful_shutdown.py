@@ -13,10 +13,11 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-import tests.kinds_for_tests  # noqa: F401  (registers the test kinds in this process too)
+import tests.support.kinds  # noqa: F401  (registers the test kinds in this process too)
 from jobs.engine.store import JobStore
-from tests.cli_support import CLI, ROOT
-from tests.integration.runtime_support import wait_for, wait_until
+from tests.support.cli import CLI, ROOT
+from tests.support.polling import poll
+from tests.support.runtime import job_reaches
 
 Spawn = Callable[..., Awaitable[asyncio.subprocess.Process]]
 
@@ -33,7 +34,7 @@ async def spawn(db_dsn: str, tmp_path: Path) -> AsyncIterator[Spawn]:
             | {
                 "DATABASE_URL": db_dsn,
                 "PYTHONPATH": str(ROOT),
-                "ERRAND_EXTRA_KINDS": "tests.kinds_for_tests",
+                "ERRAND_EXTRA_KINDS": "tests.support.kinds",
                 "ERRAND_DATA_DIR": str(tmp_path / "data"),
                 "ERRAND_LOG_FORMAT": "json",
                 "ERRAND_WORKER_HEARTBEAT_SECONDS": "0.2",
@@ -54,7 +55,7 @@ async def spawn(db_dsn: str, tmp_path: Path) -> AsyncIterator[Spawn]:
             assert proc.returncode is None, log.read_text()[-3000:]
             return '"worker.started"' in log.read_text()
 
-        await wait_until(started, within=30)
+        await poll(started, within=30)
         return proc
 
     yield start
@@ -79,17 +80,17 @@ async def test_sigterm_during_run_blocking_never_runs_the_job_twice_at_once(
     log = tmp_path / "times.txt"
     job, _ = await store.submit("blocking_probe", {"log": str(log), "seconds": 4}, requester="t")
     first = await spawn(ERRAND_WORKER_SHUTDOWN_GRACE_SECONDS="1")
-    await wait_for(store, job.public_id, {"running"}, within=20)
+    await job_reaches(store, job.public_id, {"running"}, within=20)
 
     async def working() -> bool:
         return log.exists()
 
-    await wait_until(working)
+    await poll(working)
     second = await spawn()
     first.send_signal(signal.SIGTERM)
     took = await _exits_within(first, 1 + 5)
     assert first.returncode == 0
-    done = await wait_for(store, job.public_id, {"succeeded", "failed", "unknown"}, within=30)
+    done = await job_reaches(store, job.public_id, {"succeeded", "failed", "unknown"}, within=30)
     assert (done.state.value, done.attempts) == ("succeeded", 2)
     spans: dict[str, list[float]] = {}
     for line in log.read_text().splitlines():
@@ -111,7 +112,7 @@ async def test_a_handler_that_swallows_cancellation_keeps_its_lease_until_a_seco
     expires (its kind is not retry-safe and saved no checkpoint: ``unknown``)."""
     job, _ = await store.submit("swallower", {"seconds": 120}, requester="t")
     proc = await spawn(ERRAND_WORKER_SHUTDOWN_GRACE_SECONDS="0.5")
-    await wait_for(store, job.public_id, {"running"}, within=20)
+    await job_reaches(store, job.public_id, {"running"}, within=20)
     proc.send_signal(signal.SIGTERM)
     await asyncio.sleep(3.0)  # past the grace and past a 2 s lease
     assert proc.returncode is None
@@ -125,7 +126,7 @@ async def test_a_handler_that_swallows_cancellation_keeps_its_lease_until_a_seco
     proc.send_signal(signal.SIGTERM)
     await _exits_within(proc, 5)
     reaper = await spawn()
-    done = await wait_for(store, job.public_id, {"succeeded", "failed", "unknown"}, within=15)
+    done = await job_reaches(store, job.public_id, {"succeeded", "failed", "unknown"}, within=15)
     assert (done.state.value, done.reason, done.attempts) == (
         "unknown",
         "worker lost mid-run; it cannot safely run again from the start",
@@ -148,12 +149,12 @@ async def test_one_attempt_jobs_stopped_by_a_shutdown_end_unknown_and_never_run_
     ]
     first = await spawn(ERRAND_WORKER_SHUTDOWN_GRACE_SECONDS="0.5")
     for job in jobs:
-        await wait_for(store, job.public_id, {"running"}, within=20)
+        await job_reaches(store, job.public_id, {"running"}, within=20)
     second = await spawn()
     first.send_signal(signal.SIGTERM)
     await _exits_within(first, 10)
     ends = [
-        await wait_for(store, j.public_id, {"succeeded", "failed", "unknown"}, within=20)
+        await job_reaches(store, j.public_id, {"succeeded", "failed", "unknown"}, within=20)
         for j in jobs
     ]
     await asyncio.sleep(1.0)  # time for a wrongful second attempt to show

@@ -10,7 +10,7 @@ import pytest
 
 from jobs.engine.store import JobStore
 from jobs.runtime.registry import Registry
-from tests.integration.runtime_support import running_worker, wait_for
+from tests.support.runtime import job_reaches, running_worker
 
 
 def _install_plugin(root: Path) -> None:
@@ -61,5 +61,5 @@ async def test_a_plugin_kind_runs_in_a_worker(
     store = JobStore(pool, registry)
     job, _ = await store.submit("plugin_hello", {"name": "ann"}, requester="t")
     async with running_worker(store, registry, db_dsn, tmp_path):
-        done = await wait_for(store, job.public_id, {"succeeded", "failed"})
+        done = await job_reaches(store, job.public_id, {"succeeded", "failed"})
     assert done.result == {"greeting": "hello, ann"}

@@ -9,7 +9,8 @@ import pytest
 
 from jobs.engine.store import JobStore
 from jobs.runtime.registry import Registry
-from tests.integration.runtime_support import running_worker, wait_for, wait_until
+from tests.support.polling import poll
+from tests.support.runtime import job_reaches, running_worker
 
 
 async def test_sleep_reports_its_progress_while_it_sleeps(
@@ -22,12 +23,12 @@ async def test_sleep_reports_its_progress_while_it_sleeps(
             seen = await store.get(job.public_id)
             return seen.state.value == "running" and (seen.progress or {}).get("done", 0) >= 1
 
-        await wait_until(progressed, within=10)
+        await poll(progressed, within=10)
         running = await store.get(job.public_id)
         assert running.progress is not None
         assert running.progress["total"] == 3
         assert running.progress["note"].endswith("of 3 s")
-        done = await wait_for(store, job.public_id, {"succeeded"})
+        done = await job_reaches(store, job.public_id, {"succeeded"})
     assert done.progress is not None
     assert (done.progress["done"], done.progress["total"]) == (3, 3)
 
@@ -44,7 +45,7 @@ async def test_agent_without_a_model_fails_at_once_saying_what_to_set(
     monkeypatch.chdir(tmp_path)  # no .env here
     job, _ = await store.submit("agent", {"prompt": "hello"}, requester="t")
     async with running_worker(store, registry, db_dsn, tmp_path):
-        done = await wait_for(store, job.public_id, {"succeeded", "failed"})
+        done = await job_reaches(store, job.public_id, {"succeeded", "failed"})
     assert done.state.value == "failed"
     assert done.attempts == 1
     assert done.reason is not None

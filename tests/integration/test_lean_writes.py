@@ -16,8 +16,9 @@ from jobs.engine.state import TERMINAL
 from jobs.engine.store import JobStore, Submission
 from jobs.engine.transition import _claim_sql
 from jobs.runtime.registry import Registry
-from tests.integration.helpers import every_connection
-from tests.integration.runtime_support import running_worker, wait_for, wait_until
+from tests.support.polling import poll
+from tests.support.rows import every_connection
+from tests.support.runtime import job_reaches, running_worker
 
 ORIGIN = {"transport": "test"}
 
@@ -46,10 +47,10 @@ async def test_every_attempt_event_and_notice_belongs_to_a_job_after_a_mixed_wor
     ids = [j.public_id for j in singles] + [p for p, _ in many] + [p for p, _ in keyed]
     async with running_worker(store, registry, db_dsn, tmp_path):
         for public_id in ids:
-            await wait_for(store, public_id, {"succeeded"})
-        await wait_for(store, sleeper.public_id, {"running"})
+            await job_reaches(store, public_id, {"succeeded"})
+        await job_reaches(store, sleeper.public_id, {"running"})
         await store.cancel(sleeper.public_id, by="r")
-        await wait_for(store, sleeper.public_id, {"cancelled"})
+        await job_reaches(store, sleeper.public_id, {"cancelled"})
     assert await pool.fetchval(ORPHANS) == 0
     counts = await pool.fetchrow(
         "SELECT (SELECT count(*) FROM job) AS jobs, (SELECT count(*) FROM attempt) AS attempts,"
@@ -97,7 +98,7 @@ async def test_a_worker_has_the_job_table_analyzed_at_start_and_when_a_backlog_o
     made = await store.submit_many([Submission("noop", {}, "r") for _ in range(3000)])
     async with running_worker(store, registry, db_dsn, tmp_path):
         assert await _analyses(pool) == 1  # before the worker was ready
-        await wait_for(store, made[-1][0], {"succeeded"}, within=60)
+        await job_reaches(store, made[-1][0], {"succeeded"}, within=60)
 
     await pool.execute("DELETE FROM job")
     await _flush_counts(pool)
@@ -107,7 +108,7 @@ async def test_a_worker_has_the_job_table_analyzed_at_start_and_when_a_backlog_o
     async with running_worker(store, registry, db_dsn, tmp_path):
         assert await _analyses(pool) == analyzed  # fresh at start: not analyzed again
         await store.submit_many([Submission("sleep", {"seconds": 0.1}, "r") for _ in range(2000)])
-        await wait_until(lambda: _analyses_reach(pool, analyzed + 1), within=30)
+        await poll(lambda: _analyses_reach(pool, analyzed + 1), within=30)
 
     # With the statistics of a backlog, the claim reads the first due jobs off job_claimable.
     await store.submit_many([Submission("noop", {}, "r") for _ in range(3000)])

@@ -16,7 +16,7 @@ from jobs.logs import configure
 from jobs.runtime.context import Context
 from jobs.runtime.registry import Kind, Registry
 from jobs.secrets import scrub
-from tests.integration.runtime_support import running_worker, wait_for
+from tests.support.runtime import job_reaches, running_worker
 
 
 class Nothing(BaseModel):
@@ -40,7 +40,7 @@ async def test_handler_logs_carry_job_and_attempt_ids_and_no_secrets(
     try:
         job, _ = await store.submit("chatty", {}, requester="a")
         async with running_worker(store, registry, db_dsn, tmp_path):
-            await wait_for(store, job.public_id, {"succeeded"})
+            await job_reaches(store, job.public_id, {"succeeded"})
     finally:
         structlog.reset_defaults()
     attempt_id = await pool.fetchval("SELECT id FROM attempt WHERE job_id = $1", job.id)

@@ -9,7 +9,7 @@ import pytest
 
 from jobs.engine.migrate import load, migrate
 from jobs.engine.state import Actor, State
-from tests.conftest import create_database
+from tests.support.databases import create_database
 
 
 async def test_schema_builds_from_migrations_on_an_empty_database(server_dsn: str) -> None:

@@ -10,7 +10,7 @@ import asyncpg
 from jobs.engine.state import TRANSITIONS, Actor, State
 from jobs.engine.store import COMPLETED_DESPITE_CANCEL, Finish, JobStore
 from jobs.errors import StaleTransition
-from tests.integration.helpers import events
+from tests.support.rows import events
 
 ROUNDS = 60
 

@@ -14,16 +14,17 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-import tests.kinds_for_tests  # noqa: F401  (registers resumer and crashy)
+import tests.support.kinds  # noqa: F401  (registers resumer and crashy)
 from jobs.engine.store import Finish, JobStore
 from jobs.errors import LeaseLost
 from jobs.runtime.budget import Budget, BudgetExceeded
 from jobs.runtime.context import Context
 from jobs.runtime.registry import Registry
-from tests.cli_support import CLI, ROOT, cli_environment
-from tests.integration.helpers import expire_lease
-from tests.integration.runtime_support import running_worker, wait_for, wait_until
-from tests.pg_restart import start
+from tests.support.cli import CLI, ROOT, cli_environment
+from tests.support.pg_restart import start
+from tests.support.polling import poll
+from tests.support.rows import expire_lease
+from tests.support.runtime import job_reaches, running_worker
 
 
 async def _outcomes(pool: asyncpg.Pool, job_id: int) -> list[str | None]:
@@ -179,11 +180,13 @@ async def test_a_resumable_kind_continues_after_a_graceful_stop(
         return bool(await pool.fetchval(query, job.id))
 
     async with running_worker(store, registry, db_dsn, tmp_path):
-        await wait_until(some_done)
+        await poll(some_done)
     released = await store.get(job.public_id)
     assert released.state.value == "queued"
     async with running_worker(store, registry, db_dsn, tmp_path):
-        done = await wait_for(store, job.public_id, {"succeeded", "failed", "unknown"}, within=30)
+        done = await job_reaches(
+            store, job.public_id, {"succeeded", "failed", "unknown"}, within=30
+        )
     assert (done.state.value, done.attempts, done.failures) == ("succeeded", 2, 0)
     assert done.result == {"seen": [1, 2]}
     ok = await pool.fetch(
@@ -204,7 +207,7 @@ async def test_the_per_job_time_bound_covers_every_attempt(
     await store.finish_one(Finish(job.id, claim.attempt_id, "released"))
     started = time.monotonic()
     async with running_worker(store, registry, db_dsn, tmp_path, budget=Budget(job_seconds=0.6)):
-        done = await wait_for(store, job.public_id, {"succeeded", "failed"})
+        done = await job_reaches(store, job.public_id, {"succeeded", "failed"})
     assert time.monotonic() - started < 2.0
     assert done.state.value == "failed"
     match = re.fullmatch(
@@ -248,7 +251,7 @@ async def test_a_lease_lost_in_a_database_restart_is_recorded_as_such_and_not_a_
         (await own_store.submit("crashy", {"seconds": 3.0}, requester="a"))[0] for _ in range(3)
     ]
     env = cli_environment(dsn, tmp_path / "data") | {
-        "ERRAND_EXTRA_KINDS": "tests.kinds_for_tests",
+        "ERRAND_EXTRA_KINDS": "tests.support.kinds",
         # 3 s: a starved process must not see its own leases run out before it is frozen.
         "ERRAND_WORKER_LEASE_SECONDS": "3",
         "ERRAND_WORKER_HEARTBEAT_SECONDS": "0.2",
@@ -258,7 +261,7 @@ async def test_a_lease_lost_in_a_database_restart_is_recorded_as_such_and_not_a_
     )
     try:
         for job in jobs:
-            await wait_for(own_store, job.public_id, {"running"}, 20)
+            await job_reaches(own_store, job.public_id, {"running"}, 20)
         frozen.send_signal(signal.SIGSTOP)
         await asyncio.to_thread(stop_embedded, pgdata)
         await start(pgdata)
@@ -266,7 +269,7 @@ async def test_a_lease_lost_in_a_database_restart_is_recorded_as_such_and_not_a_
             own_store, registry, dsn, tmp_path, lease_seconds=1.0, retry_base_seconds=0.0
         ):
             done = [
-                await wait_for(own_store, j.public_id, {"succeeded", "failed", "unknown"}, 30)
+                await job_reaches(own_store, j.public_id, {"succeeded", "failed", "unknown"}, 30)
                 for j in jobs
             ]
             frozen.send_signal(signal.SIGCONT)

@@ -10,8 +10,9 @@ import asyncpg
 
 from jobs.engine.store import JobStore
 from tests.fakes.chat_server import chat_server
-from tests.integration.runtime_support import wait_for, wait_until
-from tests.worker_process import start_worker, stop_worker
+from tests.support.polling import poll
+from tests.support.runtime import job_reaches
+from tests.support.worker_process import start_worker, stop_worker
 
 
 async def _checkpoint(pool: asyncpg.Pool, job_id: int) -> dict[str, object] | None:
@@ -35,14 +36,16 @@ async def test_a_demo_killed_three_times_reruns_at_most_the_steps_after_its_chec
             point = await _checkpoint(pool, job.id)
             return point is not None and int(str(point["done"])) >= target
 
-        await wait_until(reached, within=40)
+        await poll(reached, within=40)
         await stop_worker(proc, signal.SIGKILL)
         point = await _checkpoint(pool, job.id)
         assert point is not None
         at_kill.append(int(str(point["done"])))
         proc = await start_worker(db_dsn, tmp_path)
     try:
-        done = await wait_for(store, job.public_id, {"succeeded", "failed", "unknown"}, within=60)
+        done = await job_reaches(
+            store, job.public_id, {"succeeded", "failed", "unknown"}, within=60
+        )
     finally:
         await stop_worker(proc)
     assert (done.state.value, done.attempts, done.failures) == ("succeeded", 4, 0)
@@ -108,11 +111,11 @@ async def test_an_agent_killed_between_two_model_calls_does_not_repeat_the_first
             point = await _checkpoint(pool, job.id)
             return server.count("resume") == 1 and point is not None and bool(point["started"])
 
-        await wait_until(first_reply_kept, within=30)
+        await poll(first_reply_kept, within=30)
         await stop_worker(proc, signal.SIGKILL)
         proc = await start_worker(db_dsn, tmp_path, **env)
         try:
-            done = await wait_for(
+            done = await job_reaches(
                 store, job.public_id, {"succeeded", "failed", "unknown"}, within=40
             )
         finally:

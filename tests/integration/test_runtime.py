@@ -10,7 +10,7 @@ from typing import Any
 import asyncpg
 import pytest
 
-import tests.kinds_for_tests  # noqa: F401  (registers the test kinds)
+import tests.support.kinds  # noqa: F401  (registers the test kinds)
 from jobs.engine.state import Actor
 from jobs.engine.store import JobStore, Quotas
 from jobs.errors import InvalidParams, LeaseLost, QuotaExceeded
@@ -18,13 +18,13 @@ from jobs.runtime.asset import INLINE_LIMIT, read_asset
 from jobs.runtime.budget import Budget
 from jobs.runtime.context import Context
 from jobs.runtime.registry import Kind, Registry
-from tests.integration.runtime_support import (
+from tests.support.runtime import (
     NoParams,
     claim_context,
+    job_reaches,
     noop,
     registry_of,
     running_worker,
-    wait_for,
 )
 
 
@@ -34,7 +34,7 @@ async def test_demo_runs_its_steps_to_succeeded_with_progress_and_usage(
     """demo with 3 short steps succeeds; each step is recorded ok; progress and usage say 3."""
     job, _ = await store.submit("demo", {"steps": 3, "step_seconds": 0.05}, requester="t")
     async with running_worker(store, registry, db_dsn, tmp_path):
-        done = await wait_for(store, job.public_id, {"succeeded", "failed"})
+        done = await job_reaches(store, job.public_id, {"succeeded", "failed"})
     assert done.state.value == "succeeded"
     assert done.result == {"steps": 3, "attempt": 1}
     assert {k: done.progress[k] for k in ("done", "total")} == {"done": 3, "total": 3}
@@ -54,7 +54,7 @@ async def test_demo_fail_at_step_fails_once_without_retry(
         "demo", {"steps": 4, "step_seconds": 0, "fail_at_step": 2}, requester="t"
     )
     async with running_worker(store, registry, db_dsn, tmp_path):
-        done = await wait_for(store, job.public_id, {"succeeded", "failed"})
+        done = await job_reaches(store, job.public_id, {"succeeded", "failed"})
     assert (done.state.value, done.attempts) == ("failed", 1)
     assert done.reason == "failed at step 2 as asked (fail_at_step)"
 
@@ -67,7 +67,7 @@ async def test_demo_flaky_is_retried_until_attempts_run_out(
         "demo", {"steps": 1, "step_seconds": 0, "flaky": 1.0}, requester="t"
     )
     async with running_worker(store, registry, db_dsn, tmp_path):
-        done = await wait_for(store, job.public_id, {"succeeded", "failed"}, within=20)
+        done = await job_reaches(store, job.public_id, {"succeeded", "failed"}, within=20)
     assert (done.state.value, done.attempts) == ("failed", 3)
     assert "flaky failure at step 1 (attempt 3)" in (done.reason or "")
 
@@ -119,7 +119,7 @@ async def test_each_bound_exceeded_fails_the_job_naming_the_bound_and_usage(
     """Exceeding any bound raises inside the step; the job ends failed (no retry) saying why."""
     job, _ = await store.submit("metered", params, requester="t")
     async with running_worker(store, registry, db_dsn, tmp_path, budget=budget):
-        done = await wait_for(store, job.public_id, {"succeeded", "failed"})
+        done = await job_reaches(store, job.public_id, {"succeeded", "failed"})
     assert done.state.value == "failed"
     assert (done.reason or "").startswith(reason)
     assert done.error["type"] == "BudgetExceeded"
@@ -139,7 +139,7 @@ async def test_usage_is_stored_on_the_job_and_its_steps(
         "metered", {"steps": 2, "tokens": 7, "tool_calls": 1}, requester="t"
     )
     async with running_worker(store, registry, db_dsn, tmp_path):
-        done = await wait_for(store, job.public_id, {"succeeded", "failed"})
+        done = await job_reaches(store, job.public_id, {"succeeded", "failed"})
     assert done.state.value == "succeeded"
     assert (done.usage["tokens"], done.usage["tool_calls"], done.usage["steps"]) == (14, 2, 2)
     rows = await pool.fetch("SELECT usage FROM step WHERE job_id = $1", done.id)
@@ -199,11 +199,11 @@ async def test_cancel_during_a_step_stops_at_once_and_records_the_step(
     """A cancel wakes a sleeping step; the job ends cancelled; no new step starts."""
     job, _ = await store.submit("demo", {"steps": 3, "step_seconds": 30}, requester="t")
     async with running_worker(store, registry, db_dsn, tmp_path):
-        await wait_for(store, job.public_id, {"running"})
+        await job_reaches(store, job.public_id, {"running"})
         await asyncio.sleep(0.2)
         started = time.monotonic()
         await store.cancel(job.public_id, actor=Actor.REQUESTER, by="t")
-        done = await wait_for(store, job.public_id, {"cancelled", "succeeded", "failed"})
+        done = await job_reaches(store, job.public_id, {"cancelled", "succeeded", "failed"})
         took = time.monotonic() - started
     assert done.state.value == "cancelled"
     assert took < 2.0
@@ -220,8 +220,8 @@ async def test_a_blocking_kind_in_a_thread_does_not_delay_other_heartbeats(
     sleeper, _ = await store.submit("sleep", {"seconds": 30}, requester="t")
     gaps: list[float] = []
     async with running_worker(store, registry, db_dsn, tmp_path):
-        await wait_for(store, busy.public_id, {"running"})
-        await wait_for(store, sleeper.public_id, {"running"})
+        await job_reaches(store, busy.public_id, {"running"})
+        await job_reaches(store, sleeper.public_id, {"running"})
         first = await pool.fetchval(
             "SELECT heartbeat_at FROM attempt WHERE job_id = $1", sleeper.id
         )
@@ -295,7 +295,7 @@ async def test_a_worker_with_every_slot_busy_waits_without_burning_cpu(
     store = JobStore(pool, reg)
     held, _ = await store.submit("hold", {}, requester="t")
     async with running_worker(store, reg, db_dsn, tmp_path, concurrency=1):
-        await wait_for(store, held.public_id, {"running"})
+        await job_reaches(store, held.public_id, {"running"})
         waiting, _ = await store.submit("noop", {}, requester="t")  # its NOTIFY wakes the worker
         await asyncio.sleep(0.2)
         cpu, wall = time.process_time(), time.monotonic()
@@ -305,8 +305,8 @@ async def test_a_worker_with_every_slot_busy_waits_without_burning_cpu(
         assert share < 0.3, f"the worker's process used {share:.0%} of a core while waiting"
         assert (await store.get(waiting.public_id)).state == "queued"
         release.set()
-        assert (await wait_for(store, held.public_id, {"succeeded"})).state == "succeeded"
-        assert (await wait_for(store, waiting.public_id, {"succeeded"})).state == "succeeded"
+        assert (await job_reaches(store, held.public_id, {"succeeded"})).state == "succeeded"
+        assert (await job_reaches(store, waiting.public_id, {"succeeded"})).state == "succeeded"
 
 
 async def test_unstorable_result_fails_its_job_without_losing_other_outcomes(
@@ -322,10 +322,10 @@ async def test_unstorable_result_fails_its_job_without_losing_other_outcomes(
     bad, _ = await store.submit("nul", {}, requester="t")
     good, _ = await store.submit("noop", {}, requester="t")
     async with running_worker(store, reg, db_dsn, tmp_path):
-        assert (await wait_for(store, bad.public_id, {"succeeded", "failed"})).state == "failed"
-        assert (await wait_for(store, good.public_id, {"succeeded"})).state == "succeeded"
+        assert (await job_reaches(store, bad.public_id, {"succeeded", "failed"})).state == "failed"
+        assert (await job_reaches(store, good.public_id, {"succeeded"})).state == "succeeded"
         later, _ = await store.submit("noop", {}, requester="t")
-        assert (await wait_for(store, later.public_id, {"succeeded"})).state == "succeeded"
+        assert (await job_reaches(store, later.public_id, {"succeeded"})).state == "succeeded"
 
 
 async def _two_steps_at_once(ctx: Context, params: NoParams) -> dict[str, Any]:
@@ -351,7 +351,7 @@ async def test_concurrent_steps_cannot_escape_a_job_bound(
     store = JobStore(pool, reg)
     job, _ = await store.submit("pair", {}, requester="t")
     async with running_worker(store, reg, db_dsn, tmp_path, budget=budget):
-        done = await wait_for(store, job.public_id, {"succeeded", "failed"})
+        done = await job_reaches(store, job.public_id, {"succeeded", "failed"})
     assert (done.state, bound in (done.reason or "")) == ("failed", True)
 
 

@@ -17,7 +17,7 @@ from jobs.engine.store import JobStore
 from jobs.runtime.asset import read_asset
 from jobs.runtime.registry import Registry
 from tests.fakes.chat_server import ChatServer, chat_server
-from tests.integration.runtime_support import running_worker, wait_for
+from tests.support.runtime import job_reaches, running_worker
 
 KEY = "sk-test-agent-key-0123456789"
 CATALOG = """
@@ -72,7 +72,7 @@ async def _run(
 ) -> tuple[str, dict[str, object]]:
     job, _ = await store.submit("agent", params, requester="t")
     async with running_worker(store, registry, dsn, tmp):
-        done = await wait_for(store, job.public_id, {"succeeded", "failed", "cancelled"})
+        done = await job_reaches(store, job.public_id, {"succeeded", "failed", "cancelled"})
     return done.state.value, {"job": done}
 
 
@@ -187,7 +187,7 @@ async def test_cancel_during_a_model_call_aborts_the_http_request(
         await asyncio.wait_for(server.started.wait(), 10)
         started = time.monotonic()
         await store.cancel(job.public_id, actor=Actor.REQUESTER, by="t")
-        done = await wait_for(store, job.public_id, {"cancelled", "succeeded", "failed"})
+        done = await job_reaches(store, job.public_id, {"cancelled", "succeeded", "failed"})
         took = time.monotonic() - started
         for _ in range(50):
             if server.aborted:

@@ -16,14 +16,8 @@ from jobs.errors import InvalidParams
 from jobs.kinds.command import CommandSpec, run_command
 from jobs.runtime.asset import read_asset
 from jobs.runtime.registry import Registry
-from tests.integration.runtime_support import (
-    claim_context,
-    noop,
-    registry_of,
-    running_worker,
-    wait_for,
-    wait_until,
-)
+from tests.support.polling import poll
+from tests.support.runtime import claim_context, job_reaches, noop, registry_of, running_worker
 
 CATALOG = """
 [commands.greet]
@@ -91,7 +85,7 @@ async def test_a_catalog_command_runs_and_keeps_its_log(
         "command", {"name": "greet", "args": {"who": "ann and bob"}}, requester="t"
     )
     async with running_worker(store, registry, db_dsn, tmp_path):
-        done = await wait_for(store, job.public_id, {"succeeded", "failed"})
+        done = await job_reaches(store, job.public_id, {"succeeded", "failed"})
     assert (done.state.value, done.result["exit_code"]) == ("succeeded", 0)
     assert await read_asset(pool, done.id, "command.log") == b"hello, ann and bob\n"
     status = await store.status(done.public_id)
@@ -119,7 +113,7 @@ async def test_non_zero_exit_fails_with_exit_code_and_tail(
     """A non-retry-safe command exiting 3 fails at once, naming the code and the last lines."""
     job, _ = await store.submit("command", {"name": "fail"}, requester="t")
     async with running_worker(store, registry, db_dsn, tmp_path):
-        done = await wait_for(store, job.public_id, {"succeeded", "failed"})
+        done = await job_reaches(store, job.public_id, {"succeeded", "failed"})
     assert (done.state.value, done.attempts) == ("failed", 1)
     assert done.reason == "command fail exited with code 3; tail: first | oops"
     assert await read_asset(pool, done.id, "command.log") == b"first\noops\n"
@@ -140,7 +134,7 @@ async def test_only_allowed_environment_reaches_the_command(
     monkeypatch.setenv("HIDDEN", "sk-secretsecret")
     job, _ = await store.submit("command", {"name": "envshow"}, requester="t")
     async with running_worker(store, registry, db_dsn, tmp_path):
-        done = await wait_for(store, job.public_id, {"succeeded", "failed"})
+        done = await job_reaches(store, job.public_id, {"succeeded", "failed"})
     assert await read_asset(pool, done.id, "command.log") == b"visible=v hidden= fixed=yes\n"
 
 
@@ -150,7 +144,7 @@ async def test_timeout_stops_the_command_and_fails(
     """A command over its catalog timeout is stopped and the job fails saying so."""
     job, _ = await store.submit("command", {"name": "slow"}, requester="t")
     async with running_worker(store, registry, db_dsn, tmp_path):
-        done = await wait_for(store, job.public_id, {"succeeded", "failed"})
+        done = await job_reaches(store, job.public_id, {"succeeded", "failed"})
     assert done.state.value == "failed"
     assert (done.reason or "").startswith("command slow timed out after 0.5s")
 
@@ -168,16 +162,16 @@ async def test_cancel_during_a_command_kills_its_whole_process_group(
     job ends cancelled, no process of the group survives, and the log so far is kept."""
     job, _ = await store.submit("command", {"name": name}, requester="t")
     async with running_worker(store, registry, db_dsn, tmp_path):
-        await wait_for(store, job.public_id, {"running"})
+        await job_reaches(store, job.public_id, {"running"})
 
         async def has_pid() -> bool:
             progress = (await store.get(job.public_id)).progress
             return bool(progress and progress.get("done"))
 
-        await wait_until(has_pid)
+        await poll(has_pid)
         started = time.monotonic()
         await store.cancel(job.public_id, actor=Actor.REQUESTER, by="t")
-        done = await wait_for(store, job.public_id, {"cancelled", "failed", "succeeded"})
+        done = await job_reaches(store, job.public_id, {"cancelled", "failed", "succeeded"})
         took = time.monotonic() - started
     assert done.state.value == "cancelled"
     log = await read_asset(pool, done.id, "command.log")
@@ -250,5 +244,5 @@ async def test_command_that_ran_is_not_run_again_when_its_log_cannot_be_stored(
     not_a_dir.write_text("a file where the assets directory should be")
     job, _ = await store.submit("command", {"name": "charge"}, requester="t")
     async with running_worker(store, registry, db_dsn, not_a_dir, retry_base_seconds=0):
-        done = await wait_for(store, job.public_id, {"succeeded", "failed", "unknown"})
+        done = await job_reaches(store, job.public_id, {"succeeded", "failed", "unknown"})
     assert (done.state, ledger.read_text()) == ("succeeded", "charged\n")

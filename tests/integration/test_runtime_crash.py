@@ -15,13 +15,13 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-import tests.kinds_for_tests  # noqa: F401  (registers the test kinds in this process too)
+import tests.support.kinds  # noqa: F401  (registers the test kinds in this process too)
 from jobs.engine.state import Actor
 from jobs.engine.store import JobStore
 from jobs.runtime.registry import Registry
-from tests.integration.runtime_support import running_worker, wait_for, wait_until
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.cli import ROOT
+from tests.support.polling import poll
+from tests.support.runtime import job_reaches, running_worker
 
 
 @pytest.fixture
@@ -35,7 +35,7 @@ def spawn_worker(db_dsn: str, tmp_path: Path) -> Iterator[object]:
             | {
                 "DATABASE_URL": db_dsn,
                 "PYTHONPATH": str(ROOT),
-                "ERRAND_EXTRA_KINDS": "tests.kinds_for_tests",
+                "ERRAND_EXTRA_KINDS": "tests.support.kinds",
                 "ERRAND_DATA_DIR": str(tmp_path / "data"),
                 "ERRAND_LOG_FORMAT": "json",
                 "ERRAND_WORKER_HEARTBEAT_SECONDS": "0.2",
@@ -78,7 +78,7 @@ async def _crash_between_intent_and_outcome(
         written = await asyncio.to_thread(lambda: ledger.exists() and ledger.read_text() != "")
         return status == "intent" and written
 
-    await wait_until(intent_recorded, within=20)
+    await poll(intent_recorded, within=20)
     proc.send_signal(signal.SIGKILL)
     proc.wait(10)
     # Let the lease run out, then settle it as any worker's reaper would.
@@ -119,7 +119,7 @@ async def test_effect_without_lookup_becomes_unknown_after_a_sigkill_and_is_neve
             note="not charged, checked the ledger",
             by="op",
         )
-        done = await wait_for(store, job.public_id, {"succeeded", "failed", "unknown"})
+        done = await job_reaches(store, job.public_id, {"succeeded", "failed", "unknown"})
     assert done.state.value == "succeeded"
     assert len(ledger.read_text().splitlines()) == 2
 
@@ -139,7 +139,7 @@ async def test_effect_with_lookup_is_reconciled_after_a_sigkill_without_repeatin
     public_id = str(await pool.fetchval("SELECT public_id FROM job WHERE id = $1", job_id))
     assert (await store.get(public_id)).state.value == "queued"
     async with running_worker(store, registry, db_dsn, tmp_path):
-        done = await wait_for(store, public_id, {"succeeded", "failed", "unknown"})
+        done = await job_reaches(store, public_id, {"succeeded", "failed", "unknown"})
     assert done.state.value == "succeeded"
     assert done.result == {"outcome": {"charged": True, "found_by": "lookup"}}
     assert len(ledger.read_text().splitlines()) == 1
@@ -160,7 +160,7 @@ async def test_sigterm_releases_leases_and_another_worker_resumes_within_a_secon
     another worker takes the job at once (no waiting for the 2 s lease to expire)."""
     job, _ = await store.submit("sleep", {"seconds": 60}, requester="t")
     proc = spawn_worker(ERRAND_WORKER_SHUTDOWN_GRACE_SECONDS="1")  # type: ignore[operator]
-    await wait_for(store, job.public_id, {"running"}, within=20)
+    await job_reaches(store, job.public_id, {"running"}, within=20)
     proc.send_signal(signal.SIGTERM)
     await asyncio.to_thread(proc.wait, 10)
     released = await store.get(job.public_id)
@@ -169,7 +169,7 @@ async def test_sigterm_releases_leases_and_another_worker_resumes_within_a_secon
     assert [r["outcome"] for r in outcomes] == ["released"]
     started = time.monotonic()
     async with running_worker(store, registry, db_dsn, tmp_path):
-        await wait_for(store, job.public_id, {"running"})
+        await job_reaches(store, job.public_id, {"running"})
         took = time.monotonic() - started
         await store.cancel(job.public_id, actor=Actor.REQUESTER, by="t")
     assert took < 1.0
@@ -183,7 +183,7 @@ async def test_a_second_signal_stops_hard(
     queued again but ends ``unknown`` ("worker stopped mid-run")."""
     job, _ = await store.submit("metered", {"sleep": 60}, requester="t")
     proc = spawn_worker(ERRAND_WORKER_SHUTDOWN_GRACE_SECONDS="60")  # type: ignore[operator]
-    await wait_for(store, job.public_id, {"running"}, within=20)
+    await job_reaches(store, job.public_id, {"running"}, within=20)
     proc.send_signal(signal.SIGTERM)
     await asyncio.sleep(0.7)
     assert proc.poll() is None  # still waiting for the job

@@ -19,7 +19,7 @@ from jobs.engine.state import TERMINAL, TRANSITIONS, Actor, State
 from jobs.engine.store import Finish, JobStore
 from jobs.errors import IllegalTransition, NotAllowed, StaleTransition
 from jobs.kinds import default_registry
-from tests.conftest import create_database, drop_database
+from tests.support.databases import create_database, drop_database
 
 OUTCOMES = ["succeeded", "failed", "retry", "cancelled", "released", "unknown"]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-import tests.kinds_for_tests  # noqa: F401  (registers crashy, a kind whose crashes count)
+import tests.support.kinds  # noqa: F401  (registers crashy, a kind whose crashes count)
 from jobs.engine.model import Claim, Moved
 from jobs.engine.state import Actor, State
 from jobs.engine.store import (
@@ -28,15 +28,9 @@ from jobs.errors import (
     UnknownKind,
 )
 from jobs.runtime.context import Context
-from tests.integration.helpers import events, expire_lease, moves, state
-from tests.integration.runtime_support import (
-    NoParams,
-    noop,
-    registry_of,
-    running_worker,
-    wait_for,
-    wait_until,
-)
+from tests.support.polling import poll
+from tests.support.rows import events, expire_lease, moves, state
+from tests.support.runtime import NoParams, job_reaches, noop, registry_of, running_worker
 
 ORIGIN = {"transport": "test", "channel": "1"}
 
@@ -458,7 +452,7 @@ async def test_errors_are_stored_redacted(pool: asyncpg.Pool, db_dsn: str, tmp_p
     jobs = [(await store.submit(kind, {}, requester="t"))[0] for kind in ("raises", "fails")]
     async with running_worker(store, registry, db_dsn, tmp_path):
         for job in jobs:
-            done = await wait_for(store, job.public_id, {"failed"})
+            done = await job_reaches(store, job.public_id, {"failed"})
             assert "connect postgresql://" in (done.reason or "")
     rows = [
         await pool.fetchval(f"SELECT coalesce(string_agg(t::text, E'\\n'), '') FROM {table} t")
@@ -503,7 +497,7 @@ async def _finish_while_the_low_job_is_held(
                 )
             )
 
-        await wait_until(batch_waits_for_the_low_job, within=5)
+        await poll(batch_waits_for_the_low_job, within=5)
         await asyncio.wait_for(
             other.execute("SELECT 1 FROM job WHERE id = $1 FOR UPDATE", high.job_id), 5
         )

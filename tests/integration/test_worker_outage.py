@@ -10,8 +10,8 @@ import asyncpg
 
 from jobs.engine.store import JobStore
 from jobs.runtime.registry import Registry
-from tests.integration.runtime_support import running_worker, wait_for
-from tests.pg_restart import start
+from tests.support.pg_restart import start
+from tests.support.runtime import job_reaches, running_worker
 
 
 async def _kill_backends(pool: asyncpg.Pool, *, listeners_only: bool) -> int:
@@ -37,7 +37,7 @@ async def test_a_lost_listener_reconnects_and_notifications_wake_the_worker_agai
         await asyncio.sleep(1.0)  # reconnect backoff is 0.2 s
         job, _ = await store.submit("noop", {}, requester="a")
         started = time.monotonic()
-        await wait_for(store, job.public_id, {"succeeded"}, within=5)
+        await job_reaches(store, job.public_id, {"succeeded"}, within=5)
         assert time.monotonic() - started < 2.0
 
 
@@ -49,10 +49,10 @@ async def test_jobs_finish_although_every_worker_connection_was_cut_mid_run(
     jobs = [(await store.submit("sleep", {"seconds": 1.0}, requester="a"))[0] for _ in range(5)]
     async with running_worker(store, registry, db_dsn, tmp_path):
         for job in jobs:
-            await wait_for(store, job.public_id, {"running"})
+            await job_reaches(store, job.public_id, {"running"})
         assert await _kill_backends(pool, listeners_only=False) >= 1
         for job in jobs:
-            done = await wait_for(
+            done = await job_reaches(
                 store, job.public_id, {"succeeded", "failed", "queued"}, within=15
             )
             assert done.state.value == "succeeded"
@@ -77,12 +77,12 @@ async def test_the_worker_survives_a_database_restart_and_finishes_its_jobs(
     try:
         async with running_worker(own_store, registry, dsn, tmp_path) as worker:
             for job in jobs:
-                await wait_for(own_store, job.public_id, {"running"})
+                await job_reaches(own_store, job.public_id, {"running"})
             await asyncio.to_thread(stop_embedded, pgdata)
             await asyncio.sleep(2.0)  # the jobs finish while the database is down
             await start(pgdata)  # from another process: the wheel caches servers per process
             for job in jobs:
-                done = await wait_for(
+                done = await job_reaches(
                     own_store, job.public_id, {"succeeded", "failed", "unknown"}, within=20
                 )
                 assert done.state.value == "succeeded"

@@ -14,7 +14,7 @@ from jobs.runtime.context import Context
 from jobs.runtime.registry import Registry
 from jobs.runtime.worker import Worker
 from jobs.settings import WorkerSettings
-from tests.integration.runtime_support import NoParams, registry_of, running_worker, wait_for
+from tests.support.runtime import NoParams, job_reaches, registry_of, running_worker
 
 
 async def test_a_cancel_notify_arriving_before_the_attempt_is_registered_is_not_lost(
@@ -99,7 +99,7 @@ async def test_attempt_that_ends_without_a_recorded_end_does_not_keep_its_lease(
     store = JobStore(pool, reg)
     job, _ = await store.submit("self_cancel", {}, requester="t")
     async with running_worker(store, reg, db_dsn, tmp_path, lease_seconds=1.0):
-        done = await wait_for(
+        done = await job_reaches(
             store, job.public_id, {"succeeded", "failed", "cancelled", "unknown"}, within=10
         )
     # Its lease expired and the reaper settled it: not retry-safe and no checkpoint, so it

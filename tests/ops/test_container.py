@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import typer
 from typer.core import TyperGroup
 
-from tests.cli_support import ROOT
+from tests.support.cli import ROOT
 
 
 @dataclass

@@ -20,10 +20,10 @@ import pytest
 from jobs.engine.db import create_pool
 from jobs.engine.store import JobStore
 from jobs.runtime.registry import Registry
-from tests.cli_support import CLI, ROOT, cli_environment
 from tests.fakes.chat_server import chat_server
-from tests.integration.runtime_support import wait_until
-from tests.pg_restart import own_database, restart
+from tests.support.cli import CLI, ROOT, cli_environment
+from tests.support.pg_restart import own_database, restart
+from tests.support.polling import poll
 
 
 class Fleet:
@@ -46,7 +46,7 @@ class Fleet:
             assert proc.returncode is None, log.read_text()[-3000:]
             return '"worker.started"' in log.read_text()
 
-        await wait_until(started, within=30)
+        await poll(started, within=30)
         return proc
 
     def tails(self) -> str:

@@ -13,8 +13,9 @@ from typer.core import TyperGroup
 
 from discord_emulator import Emulator
 from discord_emulator.testing import World
-from tests.cli_support import ROOT
-from tests.ops.conftest import WorkerProc, discord_env, http_get, until
+from tests.support.cli import ROOT, WorkerProc, discord_env
+from tests.support.http import http_get
+from tests.support.polling import poll
 
 DOCS = ["docs/deploy.md", "docs/runbook.md"]
 _WORD = re.compile(r"^[a-z][a-z0-9-]*$")
@@ -163,7 +164,7 @@ async def test_every_metric_the_docs_name_is_in_a_real_scrape(
     async def ready() -> bool:
         return (await http_get(proc.port, "/readyz"))[0] == 200
 
-    await until(ready)
+    await poll(ready, within=30)
     status, text = await http_get(proc.port, "/metrics")
     scraped = {
         f.name + ("_total" if f.type == "counter" else "")

@@ -14,7 +14,10 @@ import pytest
 from discord_emulator import Emulator
 from discord_emulator.testing import World
 from jobs.ops import metrics
-from tests.ops.conftest import Relay, WorkerProc, discord_env, http_get, until
+from tests.support.cli import WorkerProc, discord_env
+from tests.support.http import http_get
+from tests.support.polling import poll
+from tests.support.relay import Relay
 
 CHECKS = {
     "bot": {"database", "migrations", "gateway"},
@@ -46,7 +49,7 @@ async def test_readyz_is_503_while_the_database_or_the_gateway_is_down_and_200_a
         status, checks = await _readiness(proc)
         return status == 200 and set(checks) == wanted and set(checks.values()) == {"ok"}
 
-    await until(ready)
+    await poll(ready, within=30)
 
     await relay.cut()
     try:
@@ -55,13 +58,13 @@ async def test_readyz_is_503_while_the_database_or_the_gateway_is_down_and_200_a
             status, checks = await _readiness(proc)
             return status == 503 and checks["database"] != "ok"
 
-        await until(database_down)
+        await poll(database_down, within=30)
         assert (await http_get(proc.port, "/healthz"))[0] == 200
         scraped = metrics.samples((await http_get(proc.port, "/metrics"))[1])
         assert scraped["errand_database_up"] == 0.0
     finally:
         await relay.restore()
-    await until(ready)
+    await poll(ready, within=30)
 
     if command == "worker":
         return
@@ -72,13 +75,13 @@ async def test_readyz_is_503_while_the_database_or_the_gateway_is_down_and_200_a
             status, checks = await _readiness(proc)
             return status == 503 and checks["gateway"] != "ok" and checks["database"] == "ok"
 
-        await until(gateway_down)
+        await poll(gateway_down, within=30)
         _, checks = await _readiness(proc)
         assert "disconnected" in checks["gateway"]
         assert (await http_get(proc.port, "/healthz"))[0] == 200
     finally:
         await emu.start()
-    await until(ready, within=60)  # discord.py reconnects with a growing backoff
+    await poll(ready, within=60)  # discord.py reconnects with a growing backoff
 
 
 async def test_metrics_follow_the_scrapers_accept_header(

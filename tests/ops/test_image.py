@@ -41,7 +41,6 @@ import re
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import sysconfig
@@ -59,8 +58,9 @@ from dockerfile_parse.util import extract_key_values
 
 from discord_emulator import Emulator
 from discord_emulator.testing import World
-from tests.cli_support import ROOT
-from tests.ops.conftest import Relay
+from tests.support.cli import ROOT
+from tests.support.ports import free_port
+from tests.support.relay import Relay
 
 pytestmark = pytest.mark.slow
 
@@ -276,12 +276,6 @@ def _tail(log: Path) -> str:
     return log.read_text()[-3000:]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def scratch() -> Iterator[Path]:
     """A scratch directory every uid can traverse (the image's user is not root)."""
@@ -399,7 +393,7 @@ async def test_the_image_builds_from_its_context_and_its_default_command_becomes
     assert all(w.startswith(f"{site}/") for w in where), where  # the wheel, not the checkout
 
     assert emu.application is not None
-    port = _free_port()
+    port = free_port()
     env = fs.env | {  # what `docker run -e ...` (or compose) adds
         "DATABASE_URL": db_dsn,
         "DISCORD_TOKEN": emu.application.token,

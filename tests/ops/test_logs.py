@@ -10,7 +10,9 @@ from collections.abc import Awaitable, Callable
 
 from discord_emulator import Emulator
 from discord_emulator.testing import World
-from tests.ops.conftest import WorkerProc, discord_env, http_get, until
+from tests.support.cli import WorkerProc, discord_env
+from tests.support.http import http_get
+from tests.support.polling import poll
 
 API_KEY = "sk-errand-test-0123456789abcdef"
 
@@ -29,7 +31,7 @@ async def test_every_stderr_line_of_errand_run_is_json_with_library_lines_and_no
     async def ready() -> bool:
         return (await http_get(proc.port, "/readyz"))[0] == 200
 
-    await until(ready)
+    await poll(ready, within=30)
     emu.faults.ratelimit_next(2, path_contains="/threads", method="POST")
     handle = await emu.invoke_slash(
         world.alice,
@@ -40,7 +42,7 @@ async def test_every_stderr_line_of_errand_run_is_json_with_library_lines_and_no
     await handle.wait_original(timeout=10)
     await emu.wait_until(lambda: [m for _, _, m in emu.faults.triggered].count(429) == 2, 20)
     emu.drop_gateway()
-    await until(ready)
+    await poll(ready, within=30)
     proc.proc.send_signal(signal.SIGTERM)
     assert await asyncio.wait_for(proc.proc.wait(), 30) == 0
 

@@ -8,14 +8,16 @@ from collections.abc import Awaitable, Callable
 
 import asyncpg
 
-import tests.kinds_for_tests  # noqa: F401  (registers crashy, a kind errand run does not run)
+import tests.support.kinds  # noqa: F401  (registers crashy, a kind errand run does not run)
 from discord_emulator import Emulator
 from discord_emulator.testing import World
 from jobs.engine.store import JobStore
 from jobs.ops import metrics
 from jobs.ops.health import HealthServer
-from tests.integration.helpers import expire_lease
-from tests.ops.conftest import WorkerProc, discord_env, http_get, until
+from tests.support.cli import WorkerProc, discord_env
+from tests.support.http import http_get
+from tests.support.polling import poll
+from tests.support.rows import expire_lease
 
 
 async def _count(pool: asyncpg.Pool, sql: str) -> int:
@@ -37,7 +39,7 @@ async def test_worker_metrics_match_the_jobs_it_ran(
     async def ready() -> bool:
         return (await http_get(worker.port, "/readyz"))[0] == 200
 
-    await until(ready)
+    await poll(ready, within=30)
     status, body = await http_get(worker.port, "/readyz")
     ready = {"database": "ok", "migrations": "ok", "worker": "ok"}
     assert (status, json.loads(body)["checks"]) == (200, ready)
@@ -60,7 +62,7 @@ async def test_worker_metrics_match_the_jobs_it_ran(
             and (await store.get(sleeping.public_id)).state.value == "running"
         )
 
-    await until(settled)
+    await poll(settled, within=30)
     await pool.execute(
         "UPDATE outbox SET dead_at = now(), last_error = 'gone' WHERE id = "
         "(SELECT min(id) FROM outbox)"
@@ -157,7 +159,7 @@ async def test_cancels_and_lease_expiries_are_counted_by_the_process_that_acts(
     async def ready() -> bool:
         return (await http_get(proc.port, "/readyz"))[0] == 200
 
-    await until(ready)
+    await poll(ready, within=30)
     handle = await emu.invoke_slash(
         world.alice,
         world.channel,
@@ -169,13 +171,13 @@ async def test_cancels_and_lease_expiries_are_counted_by_the_process_that_acts(
     async def state_is(state: str) -> bool:
         return (await store.get(job_id)).state.value == state
 
-    await until(lambda: state_is("running"))
+    await poll(lambda: state_is("running"), within=30)
     answers = []
     for wait_for_state in ("cancelled", None):
         cancel = await emu.invoke_slash(world.alice, world.channel, "job cancel", {"id": job_id})
         answers.append((await cancel.wait_original(timeout=10)).content)
         if wait_for_state:
-            await until(lambda: state_is("cancelled"))
+            await poll(lambda: state_is("cancelled"), within=30)
     assert answers[0].startswith("Asked job")
     assert answers[1].startswith("Too late")
 
@@ -185,7 +187,7 @@ async def test_cancels_and_lease_expiries_are_counted_by_the_process_that_acts(
     [claim] = await store.claim("gone-worker", limit=1, lease_seconds=30, kinds=["crashy"])
     assert claim.public_id == dead.public_id
     await expire_lease(pool, claim.job_id)
-    await until(lambda: _requeued(store, dead.public_id))
+    await poll(lambda: _requeued(store, dead.public_id), within=30)
 
     got = metrics.samples((await http_get(proc.port, "/metrics"))[1])
     assert got['errand_cancels_total{outcome="cancelling"}'] == 1.0
@@ -226,7 +228,7 @@ async def test_discord_and_delivery_counters_move_through_a_real_bot_process(
     async def ready() -> bool:
         return (await http_get(proc.port, "/readyz"))[0] == 200
 
-    await until(ready)
+    await poll(ready, within=30)
     emu.faults.ratelimit_next(5, path_contains="/threads", method="POST")
     emu.faults.fail_next(503, 1, path_contains="/messages", method="POST")
     nowhere, _ = await store.submit(
@@ -254,7 +256,7 @@ async def test_discord_and_delivery_counters_move_through_a_real_bot_process(
         )
         return bool(row["dead"] >= 2 and row["waiting"] == 0 and row["done"])
 
-    await until(settled, within=60)
+    await poll(settled, within=60)
     delivered, dead = await pool.fetchrow(
         "SELECT count(*) FILTER (WHERE delivered_at IS NOT NULL), "
         "count(*) FILTER (WHERE dead_at IS NOT NULL) FROM outbox"

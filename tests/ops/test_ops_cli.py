@@ -14,7 +14,7 @@ import asyncpg
 from jobs.engine.model import JobView
 from jobs.engine.state import Actor
 from jobs.engine.store import Finish, JobStore
-from tests.cli_support import Ran
+from tests.support.cli import Ran
 
 Errand = Callable[..., Awaitable[Ran]]
 ORIGIN = {"transport": "test", "channel": "1"}

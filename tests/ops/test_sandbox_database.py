@@ -9,7 +9,6 @@ import os
 import re
 import shlex
 import signal
-import socket
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -18,8 +17,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.cli_support import CLI, ROOT, run_cli
-from tests.ops.conftest import http_get
+from tests.support.cli import CLI, ROOT, run_cli
+from tests.support.http import http_get
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.slow
 
@@ -49,12 +49,6 @@ def postgres_serving(pgdata: Path) -> list[psutil.Process]:
     return found
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _environment(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in SCRUBBED and not k.startswith("ERRAND_")}
     return env | {"PYTHONPATH": str(ROOT), "ERRAND_DATA_DIR": str(home)}
@@ -73,7 +67,7 @@ async def sandbox(data_dir: Path, env: dict[str, str], log: Path) -> AsyncIterat
             "--data-dir",
             str(data_dir),
             "--port",
-            str(_free_port()),
+            str(free_port()),
             env=env,
             cwd=ROOT,
             stdout=sink,

@@ -11,7 +11,9 @@ import asyncpg
 import pytest
 
 from jobs.engine.store import JobStore
-from tests.ops.conftest import WorkerProc, http_get, until
+from tests.support.cli import WorkerProc
+from tests.support.http import http_get
+from tests.support.polling import poll
 
 JOBS = 2000
 
@@ -34,7 +36,7 @@ async def test_three_workers_run_2000_jobs_exactly_once_and_share_them(
         )
     )
     for w in workers:
-        await until(lambda w=w: _ready(w), within=30)
+        await poll(lambda w=w: _ready(w), within=30)
     started = time.monotonic()
     for chunk in range(0, JOBS, 100):
         await asyncio.gather(
@@ -45,7 +47,7 @@ async def test_three_workers_run_2000_jobs_exactly_once_and_share_them(
         done: int = await pool.fetchval("SELECT count(*) FROM job WHERE state = 'succeeded'")
         return done == JOBS
 
-    await until(all_done, within=120)
+    await poll(all_done, within=120)
     elapsed = time.monotonic() - started
 
     jobs = await pool.fetchrow(

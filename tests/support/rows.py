@@ -1,4 +1,5 @@
-"""Helpers for integration tests: reading rows the way an auditor would."""
+"""Reading a job's rows the way an auditor would (its events, its moves, its state), and nudging
+them as time would (a lease run out); every connection of a pool held at once."""
 
 from __future__ import annotations
 

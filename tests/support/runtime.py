@@ -1,10 +1,9 @@
-"""Helpers of the runtime tests: an in-process worker with fast timings, waiting for states,
-kinds made of a bare handler, and an attempt claimed by hand."""
+"""Support of the tests that run jobs in this process: a worker with fast timings, waiting for a
+job's state, kinds made of a bare handler, and an attempt claimed by hand."""
 
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -19,6 +18,7 @@ from jobs.runtime.context import Context
 from jobs.runtime.registry import Kind, Registry
 from jobs.runtime.worker import Worker
 from jobs.settings import WorkerSettings
+from tests.support.polling import poll
 
 FAST = {
     "heartbeat_seconds": 0.2,
@@ -55,27 +55,18 @@ async def running_worker(
         await asyncio.wait_for(task, 15)
 
 
-async def wait_for(
+async def job_reaches(
     store: JobStore, public_id: str, states: set[str], within: float = 15.0
 ) -> JobView:
-    """The job once it is in one of ``states``; fails the test after ``within`` seconds."""
-    end = time.monotonic() + within
-    while True:
-        job = await store.get(public_id)
-        if job.state.value in states:
-            return job
-        if time.monotonic() > end:
-            raise AssertionError(f"job {public_id} still {job.state.value} ({job.reason})")
-        await asyncio.sleep(0.05)
-
-
-async def wait_until(predicate: Any, within: float = 10.0) -> None:
-    """Poll an async predicate until it is true."""
-    end = time.monotonic() + within
-    while not await predicate():
-        if time.monotonic() > end:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.05)
+    """The job once it is in one of ``states``; fails the test after ``within`` seconds, naming
+    the state and reason it was left in."""
+    return await poll(
+        lambda: store.get(public_id),
+        within,
+        until=lambda job: job.state.value in states,
+        what=f"job {public_id} in {' or '.join(sorted(states))}",
+        show=lambda job: f"{job.state.value} ({job.reason})",
+    )
 
 
 class NoParams(BaseModel):

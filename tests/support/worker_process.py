@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import BinaryIO
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.cli import ROOT
 
 FAST = {
     "ERRAND_WORKER_HEARTBEAT_SECONDS": "0.2",
@@ -29,7 +29,7 @@ async def start_worker(dsn: str, data_dir: Path, **env: str) -> asyncio.subproce
         | {
             "DATABASE_URL": dsn,
             "PYTHONPATH": str(ROOT),
-            "ERRAND_EXTRA_KINDS": "tests.kinds_for_tests",
+            "ERRAND_EXTRA_KINDS": "tests.support.kinds",
             "ERRAND_DATA_DIR": str(data_dir),
             "ERRAND_LOG_FORMAT": "json",
         }

@@ -1,5 +1,5 @@
 """Kinds used only by the tests; a worker subprocess loads them with
-``ERRAND_EXTRA_KINDS=tests.kinds_for_tests``.
+``ERRAND_EXTRA_KINDS=tests.support.kinds``.
 
 ``effect_probe`` does one guarded effect: it appends its key to a file (the "outside world"),
 then sleeps so a test can SIGKILL the worker between the intent and the outcome. With

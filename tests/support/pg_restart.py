@@ -14,7 +14,7 @@ import asyncpg
 
 from jobs.engine.db import embedded_dsn, stop_embedded
 from jobs.engine.migrate import migrate
-from tests.integration.runtime_support import wait_until
+from tests.support.polling import poll
 
 
 def _postmaster_pid(pgdata: Path) -> int | None:
@@ -62,7 +62,7 @@ async def restart(pgdata: Path, *, kill: bool) -> float:
         async def gone() -> bool:
             return not _alive(pid)
 
-        await wait_until(gone)
+        await poll(gone)
     else:
         await asyncio.to_thread(stop_embedded, pgdata)
     await start(pgdata)
