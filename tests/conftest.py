@@ -4,6 +4,18 @@ The server is ``TEST_DATABASE_URL`` or ``DATABASE_URL`` when set, else an embedd
 started once per test session in a temporary directory. Migrations run once into a template
 database; each test gets its own clone (``CREATE DATABASE ... TEMPLATE``, a few milliseconds), so
 tests are isolated and LISTEN/NOTIFY works as in production.
+
+A fixture name means one thing in every folder:
+
+- ``cli_env``, ``run_errand`` (here): an ``errand`` subprocess's environment; running
+  ``errand ARGS`` to the end, whatever its exit code. ``errand_json`` (acceptance): the same,
+  which must succeed, its JSON output.
+- ``spawn_worker``: a starter of ``errand worker`` subprocesses, stopped when the test ends;
+  ``spawn_errand`` (ops): the same for any long-running ``errand`` command.
+- ``worker``: a :class:`jobs.runtime.worker.Worker` running in the test's event loop (e2e).
+- ``errand``: the parts of a running Errand, bot, worker, store and emulator (e2e); ``bot``:
+  Errand's bot connected to the emulator (e2e); ``plain_bot``: a plain discord.py bot, not
+  Errand's, for the emulator's own tests.
 """
 
 from __future__ import annotations
@@ -24,6 +36,7 @@ from jobs.engine.migrate import migrate
 from jobs.engine.store import JobStore
 from jobs.kinds import default_registry
 from jobs.runtime.registry import Registry
+from tests.support.cli import Ran, RunErrand, cli_environment, run_cli
 from tests.support.databases import create_database, drop_database
 
 if TYPE_CHECKING:
@@ -123,6 +136,24 @@ def world(emu: Emulator) -> World:
     from discord_emulator.testing import make_world
 
     return make_world(emu)
+
+
+@pytest.fixture
+def cli_env(db_dsn: str, tmp_path: Path) -> dict[str, str]:
+    """Environment of an ``errand`` subprocess: this test's database, fast worker timings, JSON
+    logs."""
+    return cli_environment(db_dsn, tmp_path / "data")
+
+
+@pytest.fixture
+def run_errand(cli_env: dict[str, str]) -> RunErrand:
+    """Run ``errand ARGS`` (extra environment as keywords) to the end: its exit code and output,
+    whatever they are."""
+
+    async def run(*args: str, **extra: str) -> Ran:
+        return await run_cli(cli_env | extra, *args)
+
+    return run
 
 
 @pytest.fixture

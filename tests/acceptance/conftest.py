@@ -1,4 +1,5 @@
-"""Fixtures for acceptance tests: the real ``errand`` CLI in subprocesses on a test database."""
+"""Fixtures for acceptance tests: the real ``errand`` CLI in subprocesses on a test database
+(``cli_env`` and ``run_errand`` come from ``tests/conftest.py``)."""
 
 from __future__ import annotations
 
@@ -6,25 +7,22 @@ import asyncio
 import json
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support.cli import CLI, ROOT, Ran, cli_environment, run_cli
+from tests.support.cli import CLI, ROOT, RunErrand
 
-Errand = Callable[..., Awaitable[dict[str, Any]]]
-
-
-@pytest.fixture
-async def env(db_dsn: str, tmp_path: Path) -> dict[str, str]:
-    return cli_environment(db_dsn, tmp_path / "data")
+ErrandJson = Callable[..., Awaitable[dict[str, Any]]]
+SpawnWorker = Callable[..., Awaitable[asyncio.subprocess.Process]]
 
 
 @pytest.fixture
-async def errand(env: dict[str, str]) -> Errand:
+async def errand_json(run_errand: RunErrand) -> ErrandJson:
+    """Run ``errand ARGS``, which must succeed, and return its JSON output."""
+
     async def run(*args: str) -> dict[str, Any]:
-        ran = await run_cli(env, *args)
+        ran = await run_errand(*args)
         assert ran.code == 0, ran.err
         result: dict[str, Any] = json.loads(ran.out)
         return result
@@ -33,9 +31,7 @@ async def errand(env: dict[str, str]) -> Errand:
 
 
 @pytest.fixture
-async def worker(
-    env: dict[str, str],
-) -> AsyncIterator[Callable[..., Awaitable[asyncio.subprocess.Process]]]:
+async def spawn_worker(cli_env: dict[str, str]) -> AsyncIterator[SpawnWorker]:
     """Start ``errand worker`` subprocesses (extra env as keywords); stopped with SIGTERM."""
     procs: list[asyncio.subprocess.Process] = []
 
@@ -43,7 +39,7 @@ async def worker(
         proc = await asyncio.create_subprocess_exec(
             *CLI,
             "worker",
-            env=env | extra,
+            env=cli_env | extra,
             cwd=ROOT,
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.DEVNULL,
@@ -56,13 +52,3 @@ async def worker(
         if proc.returncode is None:
             proc.send_signal(signal.SIGTERM)
         await asyncio.wait_for(proc.wait(), 20)
-
-
-@pytest.fixture
-async def errand_raw(env: dict[str, str]) -> Callable[..., Awaitable[Ran]]:
-    """Run ``errand ARGS`` and return its exit code and output, whatever they are."""
-
-    async def run(*args: str) -> Ran:
-        return await run_cli(env, *args)
-
-    return run

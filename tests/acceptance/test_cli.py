@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import asyncpg
 
-from tests.support.cli import Ran
+from tests.acceptance.conftest import ErrandJson, SpawnWorker
+from tests.support.cli import RunErrand
 from tests.support.polling import poll
-
-Errand = Callable[..., Awaitable[dict[str, Any]]]
-Worker = Callable[..., Awaitable[asyncio.subprocess.Process]]
 
 
 async def _wait_state(pool: asyncpg.Pool, public_id: str, state: str, within: float) -> None:
@@ -26,24 +23,24 @@ async def _wait_state(pool: asyncpg.Pool, public_id: str, state: str, within: fl
 
 
 async def test_sleep_job_is_queued_then_running_then_cancelled_within_a_second(
-    errand: Errand, worker: Worker, pool: asyncpg.Pool
+    errand_json: ErrandJson, spawn_worker: SpawnWorker, pool: asyncpg.Pool
 ) -> None:
     """submit returns at once; status shows queued, then running; cancel -> cancelled within
     a second of the request, and the job never reports success afterwards."""
     started = time.monotonic()
-    job = await errand("job", "submit", "sleep", "--param", "seconds=30", "--json")
+    job = await errand_json("job", "submit", "sleep", "--param", "seconds=30", "--json")
     assert time.monotonic() - started < 5  # a whole CLI process, start-up included
     assert job["state"] == "queued"
     assert len(job["id"]) <= 12
-    status = await errand("job", "status", job["id"], "--json")
+    status = await errand_json("job", "status", job["id"], "--json")
     assert (status["state"], status["attempts"]) == ("queued", 0)
 
-    await worker()
+    await spawn_worker()
     await _wait_state(pool, job["id"], "running", within=10)
-    status = await errand("job", "status", job["id"], "--json")
+    status = await errand_json("job", "status", job["id"], "--json")
     assert (status["state"], status["attempts"]) == ("running", 1)
 
-    cancel = await errand("job", "cancel", job["id"], "--reason", "enough", "--json")
+    cancel = await errand_json("job", "cancel", job["id"], "--reason", "enough", "--json")
     assert cancel["outcome"] in ("cancelling", "cancelled")
     await _wait_state(pool, job["id"], "cancelled", within=5)
     requested, acknowledged = await pool.fetchval(
@@ -54,7 +51,7 @@ async def test_sleep_job_is_queued_then_running_then_cancelled_within_a_second(
     assert (acknowledged - requested).total_seconds() < 1.0
 
     await asyncio.sleep(1.0)  # give a misbehaving worker time to report success
-    status = await errand("job", "status", job["id"], "--json")
+    status = await errand_json("job", "status", job["id"], "--json")
     assert status["state"] == "cancelled"
     assert status["reason"] == "cancelled by operator: enough"
     assert [e["to"] for e in status["events"] if not e["ignored"]] == [
@@ -69,7 +66,7 @@ async def test_sleep_job_is_queued_then_running_then_cancelled_within_a_second(
 
 
 async def test_a_worker_killed_mid_job_is_taken_over_after_its_lease_expires(
-    errand: Errand, worker: Worker, pool: asyncpg.Pool
+    errand_json: ErrandJson, spawn_worker: SpawnWorker, pool: asyncpg.Pool
 ) -> None:
     """SIGKILL a worker while it runs a job; another worker finishes it after lease expiry."""
     fast = {
@@ -78,15 +75,15 @@ async def test_a_worker_killed_mid_job_is_taken_over_after_its_lease_expires(
         "ERRAND_WORKER_REAPER_SECONDS": "0.2",
         "ERRAND_WORKER_RETRY_BASE_SECONDS": "0",
     }
-    first = await worker(**fast)
-    job = await errand("job", "submit", "sleep", "--param", "seconds=2", "--json")
+    first = await spawn_worker(**fast)
+    job = await errand_json("job", "submit", "sleep", "--param", "seconds=2", "--json")
     await _wait_state(pool, job["id"], "running", within=10)
     first.kill()
     await first.wait()
-    await worker(**fast)
+    await spawn_worker(**fast)
     await _wait_state(pool, job["id"], "succeeded", within=15)
 
-    status = await errand("job", "status", job["id"], "--json")
+    status = await errand_json("job", "status", job["id"], "--json")
     outcomes = [a["outcome"] for a in status["attempt_history"]]
     assert outcomes == ["abandoned", "succeeded"]
     moves = [(e["from"], e["to"], e["actor"]) for e in status["events"] if not e["ignored"]]
@@ -100,11 +97,11 @@ async def test_a_worker_killed_mid_job_is_taken_over_after_its_lease_expires(
 
 
 async def test_bad_input_exits_2_with_one_line_and_changes_nothing(
-    errand_raw: Callable[..., Awaitable[Ran]], pool: asyncpg.Pool
+    run_errand: RunErrand, pool: asyncpg.Pool
 ) -> None:
     """Unknown id, bad params, unknown kind, bad --param, illegal transition, bad usage:
     exit 2, one stderr line, no change in the database."""
-    queued = await errand_raw("job", "submit", "sleep", "--json")
+    queued = await run_errand("job", "submit", "sleep", "--json")
     assert queued.code == 0
     before = await pool.fetchval("SELECT count(*) FROM event")
     cases = [
@@ -121,7 +118,7 @@ async def test_bad_input_exits_2_with_one_line_and_changes_nothing(
     job_id = __import__("json").loads(queued.out)["id"]
     cases.append(("job", "resolve", job_id, "--as", "failed", "--note", "not unknown"))
     for args in cases:
-        ran = await errand_raw(*args)
+        ran = await run_errand(*args)
         assert ran.code == 2, (args, ran)
         lines = [line for line in ran.err.splitlines() if line.strip()]
         assert len(lines) == 1, (args, ran.err)
@@ -131,7 +128,7 @@ async def test_bad_input_exits_2_with_one_line_and_changes_nothing(
 
 
 async def test_submit_from_a_jsonl_file_creates_every_job_once_and_bad_files_change_nothing(
-    errand: Errand, errand_raw: Callable[..., Awaitable[Ran]], pool: asyncpg.Pool, tmp_path: Any
+    errand_json: ErrandJson, run_errand: RunErrand, pool: asyncpg.Pool, tmp_path: Any
 ) -> None:
     """``errand job submit --from FILE.jsonl``: one bulk submit, keys honoured on a repeat; a
     file with one bad line (or bad usage) exits 2 with one line and creates nothing."""
@@ -144,10 +141,10 @@ async def test_submit_from_a_jsonl_file_creates_every_job_once_and_bad_files_cha
         '{"kind": "noop", "requester": "ops"}\n'
         '{"kind": "noop", "idempotency_key": "b"}\n'
     )
-    first = await errand("job", "submit", "--from", str(good), "--json")
+    first = await errand_json("job", "submit", "--from", str(good), "--json")
     assert first["created"] == 3
     assert [j["created"] for j in first["jobs"]] == [True, True, True]
-    again = await errand("job", "submit", "--from", str(good), "--json")
+    again = await errand_json("job", "submit", "--from", str(good), "--json")
     assert again["created"] == 1  # the keyless row is a new job; the keyed ones exist
     assert [j["id"] for j in again["jobs"]][0::2] == [j["id"] for j in first["jobs"]][0::2]
     rows = {
@@ -181,13 +178,13 @@ async def test_submit_from_a_jsonl_file_creates_every_job_once_and_bad_files_cha
         ("job", "submit"),
     ]
     for args in cases:
-        ran = await errand_raw(*args)
+        ran = await run_errand(*args)
         assert ran.code == 2, (args, ran)
         lines = [line for line in ran.err.splitlines() if line.strip()]
         assert len(lines) == 1, (args, ran.err)
         assert lines[0].startswith("error: ")
     assert await pool.fetchval("SELECT count(*) FROM job") == 4
-    assert json.loads((await errand_raw("job", "list", "--json")).out)["jobs"]
+    assert json.loads((await run_errand("job", "list", "--json")).out)["jobs"]
 
 
 async def test_migrate_names_what_it_applied_to_an_empty_database_then_nothing(

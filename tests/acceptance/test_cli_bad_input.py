@@ -50,11 +50,11 @@ max = 1
 
 @pytest.mark.parametrize(("what", "argv"), BAD_INPUT, ids=[c[0] for c in BAD_INPUT])
 async def test_bad_input_is_refused_with_exit_2_and_one_line(
-    what: str, argv: list[str], env: dict[str, str], pool: asyncpg.Pool, tmp_path: Path
+    what: str, argv: list[str], cli_env: dict[str, str], pool: asyncpg.Pool, tmp_path: Path
 ) -> None:
     catalog = tmp_path / "commands.toml"
     catalog.write_text(CATALOG)
-    ran = await run_cli(env | {"ERRAND_COMMAND_CATALOG": str(catalog)}, *argv)
+    ran = await run_cli(cli_env | {"ERRAND_COMMAND_CATALOG": str(catalog)}, *argv)
     lines = ran.err.strip().splitlines()
     assert ran.code == 2, f"{what}: exit {ran.code}: {ran.err[-2000:]}"
     assert len(lines) == 1, f"{what}: {len(lines)} lines: {ran.err[-2000:]}"
@@ -64,12 +64,12 @@ async def test_bad_input_is_refused_with_exit_2_and_one_line(
 
 
 async def test_an_unreachable_database_is_one_line_naming_it(
-    env: dict[str, str], unused_tcp_port: int
+    cli_env: dict[str, str], unused_tcp_port: int
 ) -> None:
     """``errand job list`` against a port where nothing listens: one line that names the
     database (never its password), exit code 1, no traceback."""
     dsn = f"postgresql://errand:hunter2-secret@127.0.0.1:{unused_tcp_port}/errand"
-    ran = await run_cli(env | {"DATABASE_URL": dsn}, "job", "list")
+    ran = await run_cli(cli_env | {"DATABASE_URL": dsn}, "job", "list")
     lines = ran.err.strip().splitlines()
     assert ran.code == 1, ran.err[-2000:]
     assert len(lines) == 1, ran.err[-2000:]

@@ -11,8 +11,7 @@ import sys
 
 import asyncpg
 
-from tests.acceptance.conftest import Errand
-from tests.acceptance.test_cli import Worker
+from tests.acceptance.conftest import ErrandJson, SpawnWorker
 from tests.support.cli import ROOT, run_cli
 from tests.support.polling import poll
 
@@ -46,14 +45,14 @@ async def _finished(pool: asyncpg.Pool, public_id: str, within: float = 20.0) ->
 
 
 async def test_submit_help_lists_every_registered_kind_with_its_parameters(
-    env: dict[str, str],
+    cli_env: dict[str, str],
 ) -> None:
     # The test kinds too: the list comes from the registry the CLI loads, extra kinds included.
-    env = env | {"COLUMNS": "160", "ERRAND_EXTRA_KINDS": "tests.support.kinds"}
-    ran = await run_cli(env, "job", "submit", "--help")
+    cli_env = cli_env | {"COLUMNS": "160", "ERRAND_EXTRA_KINDS": "tests.support.kinds"}
+    ran = await run_cli(cli_env, "job", "submit", "--help")
     assert ran.code == 0, ran.err
     text = ran.out
-    kinds = await registered_kinds(env)
+    kinds = await registered_kinds(cli_env)
     assert {"demo", "sleep", "agent", "command", "noop", "effect_probe"} <= set(kinds)
     for name, fields in kinds.items():
         assert re.search(rf"^│ {re.escape(name)}\s", text, re.M), (name, text)
@@ -66,33 +65,35 @@ async def test_submit_help_lists_every_registered_kind_with_its_parameters(
 
 
 async def test_no_help_shows_python_types_and_commands_come_in_reading_order(
-    env: dict[str, str],
+    cli_env: dict[str, str],
 ) -> None:
-    top = await run_cli(env | {"COLUMNS": "160"}, "--help")
+    top = await run_cli(cli_env | {"COLUMNS": "160"}, "--help")
     assert top.code == 0, top.err
     commands = re.findall(r"^│ (\w+)\s{2,}", top.out.split("Commands")[1], re.M)
     assert commands[:4] == ["sandbox", "run", "bot", "worker"], commands
     assert commands.index("job") < commands.index("migrate") < commands.index("prune")
     for args in (["job", "list"], ["job", "status"], ["job", "cancel"], ["worker"], ["prune"]):
-        ran = await run_cli(env | {"COLUMNS": "160"}, *args, "--help")
+        ran = await run_cli(cli_env | {"COLUMNS": "160"}, *args, "--help")
         assert ran.code == 0, ran.err
         assert not PYTHON_TYPES.search(ran.out), (args, ran.out)
         assert re.search(r"--json\s{2,}Print", ran.out) or "--json" not in ran.out
 
 
 async def test_status_shows_the_task_progress_and_the_result_or_the_reason(
-    env: dict[str, str], errand: Errand, worker: Worker, pool: asyncpg.Pool
+    cli_env: dict[str, str], errand_json: ErrandJson, spawn_worker: SpawnWorker, pool: asyncpg.Pool
 ) -> None:
-    failing = await errand(
+    failing = await errand_json(
         "job", "submit", "demo", "-p", "steps=5", "-p", "step_seconds=0",
         "-p", "fail_at_step=4", "--json",
     )  # fmt: skip
-    done = await errand("job", "submit", "demo", "-p", "steps=2", "-p", "step_seconds=0", "--json")
-    await worker()
+    done = await errand_json(
+        "job", "submit", "demo", "-p", "steps=2", "-p", "step_seconds=0", "--json"
+    )
+    await spawn_worker()
     assert await _finished(pool, failing["id"]) == "failed"
     assert await _finished(pool, done["id"]) == "succeeded"
 
-    ran = await run_cli(env, "job", "status", failing["id"])
+    ran = await run_cli(cli_env, "job", "status", failing["id"])
     assert ran.code == 0, ran.err
     lines = ran.out.splitlines()
     assert lines[0].split() == [failing["id"], "demo", "failed"]
@@ -102,14 +103,14 @@ async def test_status_shows_the_task_progress_and_the_result_or_the_reason(
     assert any(line.startswith("attempt 1 · ") for line in lines), lines
     assert json.loads(fields["params"])["steps"] == 5
 
-    ran = await run_cli(env, "job", "status", done["id"])
+    ran = await run_cli(cli_env, "job", "status", done["id"])
     fields = dict(re.findall(r"^(\w+):\s+(.*)$", ran.out, re.M))
     assert fields["progress"].startswith("Step 2 of 2")
     assert json.loads(fields["result"]) == {"attempt": 1, "steps": 2}
 
     # A job asked in words (a prompt, a task or a text parameter) shows it as its task.
-    asked = await errand("job", "submit", "agent", "-p", "prompt=sum up  the README", "--json")
-    ran = await run_cli(env, "job", "status", asked["id"])
+    asked = await errand_json("job", "submit", "agent", "-p", "prompt=sum up  the README", "--json")
+    ran = await run_cli(cli_env, "job", "status", asked["id"])
     fields = dict(re.findall(r"^(\w+):\s+(.*)$", ran.out, re.M))
     assert fields["task"] == "sum up the README"
     assert "prompt" not in json.loads(fields.get("params", "{}"))

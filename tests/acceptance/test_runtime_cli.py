@@ -6,14 +6,13 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from tests.acceptance.conftest import ErrandJson, SpawnWorker
 from tests.fakes.chat_server import chat_server
 
-Errand = Callable[..., Awaitable[dict[str, Any]]]
 
-
-async def _until_done(errand: Errand, job_id: str, seen: list[Any]) -> dict[str, Any]:
+async def _until_done(errand_json: ErrandJson, job_id: str, seen: list[Any]) -> dict[str, Any]:
     for _ in range(100):
-        status = await errand("job", "status", job_id, "--json")
+        status = await errand_json("job", "status", job_id, "--json")
         seen.append((status["state"], (status["progress"] or {}).get("done")))
         if status["state"] in ("succeeded", "failed", "cancelled", "unknown"):
             return status
@@ -21,19 +20,19 @@ async def _until_done(errand: Errand, job_id: str, seen: list[Any]) -> dict[str,
 
 
 async def test_demo_job_runs_to_succeeded_with_progress_visible_at_each_step(
-    errand: Errand, worker: Callable[..., Awaitable[None]]
+    errand_json: ErrandJson, spawn_worker: SpawnWorker
 ) -> None:
     """errand job submit demo --param steps=5 --json -> succeeded; status showed every step."""
-    await worker()
+    await spawn_worker()
     # Each step's progress shows for step_seconds; one `errand job status` takes about 0.25 s
     # (a new process), so 1.5 s leaves room for several looks at every step even on a loaded
     # machine (it was 2 s: 10 s of waiting).
-    job = await errand(
+    job = await errand_json(
         "job", "submit", "demo", "--param", "steps=5", "--param", "step_seconds=1.5", "--json"
     )
     assert job["state"] == "queued"
     seen: list[Any] = []
-    status = await _until_done(errand, job["id"], seen)
+    status = await _until_done(errand_json, job["id"], seen)
     assert status["state"] == "succeeded"
     assert {d for s, d in seen if s == "running" and d} >= {1, 2, 3, 4}
     assert status["progress"]["done"] == 5
@@ -42,11 +41,11 @@ async def test_demo_job_runs_to_succeeded_with_progress_visible_at_each_step(
 
 
 async def test_command_job_runs_a_real_process_and_keeps_its_log(
-    errand: Errand, worker: Callable[..., Awaitable[None]]
+    errand_json: ErrandJson, spawn_worker: SpawnWorker
 ) -> None:
     """errand job submit command --param name=hello runs echo; the log is a kept asset."""
-    await worker()
-    job = await errand(
+    await spawn_worker()
+    job = await errand_json(
         "job",
         "submit",
         "command",
@@ -56,7 +55,7 @@ async def test_command_job_runs_a_real_process_and_keeps_its_log(
         'args={"who": "ann"}',
         "--json",
     )
-    status = await _until_done(errand, job["id"], [])
+    status = await _until_done(errand_json, job["id"], [])
     assert status["state"] == "succeeded"
     assert status["result"]["exit_code"] == 0
     assert [a["name"] for a in status["assets"]] == ["command.log"]
@@ -64,7 +63,7 @@ async def test_command_job_runs_a_real_process_and_keeps_its_log(
 
 
 async def test_agent_job_finishes_and_fails_with_a_tool_call_budget_of_one(
-    errand: Errand, worker: Callable[..., Awaitable[None]]
+    errand_json: ErrandJson, spawn_worker: SpawnWorker
 ) -> None:
     """An agent job against the local chat-completions server answers; the same job with a
     tool-call budget of 1 per step fails naming that budget."""
@@ -73,15 +72,15 @@ async def test_agent_job_finishes_and_fails_with_a_tool_call_budget_of_one(
         {"content": "It is today, and hello."},
     ]
     async with chat_server({"acc": script}) as server:
-        await worker(
+        await spawn_worker(
             ERRAND_AGENT_BASE_URL=server.url,
             ERRAND_AGENT_API_KEY="sk-acceptance-key",
             ERRAND_AGENT_MAX_RETRIES="0",
         )
-        ok = await errand(
+        ok = await errand_json(
             "job", "submit", "agent", "--param", "prompt=[script:acc] what now", "--json"
         )
-        tight = await errand(
+        tight = await errand_json(
             "job",
             "submit",
             "agent",
@@ -91,8 +90,8 @@ async def test_agent_job_finishes_and_fails_with_a_tool_call_budget_of_one(
             'budget={"step_tool_calls": 1}',
             "--json",
         )
-        done = await _until_done(errand, ok["id"], [])
-        failed = await _until_done(errand, tight["id"], [])
+        done = await _until_done(errand_json, ok["id"], [])
+        failed = await _until_done(errand_json, tight["id"], [])
     assert done["state"] == "succeeded"
     assert done["result"]["answer"] == "It is today, and hello."
     assert failed["state"] == "failed"
@@ -100,20 +99,20 @@ async def test_agent_job_finishes_and_fails_with_a_tool_call_budget_of_one(
 
 
 async def test_status_shows_one_progress_line_and_the_attempt_and_failure_counts(
-    errand: Errand,
-    errand_raw: Callable[..., Awaitable[Any]],
-    worker: Callable[..., Awaitable[None]],
+    errand_json: ErrandJson,
+    run_errand: Callable[..., Awaitable[Any]],
+    spawn_worker: SpawnWorker,
 ) -> None:
     """The human and JSON status agree with Discord: "Step 3 of 3 · done" (never None) and
     "attempt 1 · 0 failures (max 3)"; --json carries failures and the same line."""
-    await worker()
-    job = await errand(
+    await spawn_worker()
+    job = await errand_json(
         "job", "submit", "demo", "--param", "steps=3", "--param", "step_seconds=0.2", "--json"
     )
-    status = await _until_done(errand, job["id"], [])
+    status = await _until_done(errand_json, job["id"], [])
     assert (status["state"], status["attempts"], status["failures"]) == ("succeeded", 1, 0)
     assert status["progress_line"] == "Step 3 of 3 · done"
-    ran = await errand_raw("job", "status", job["id"])
+    ran = await run_errand("job", "status", job["id"])
     assert ran.code == 0
     lines = ran.out.splitlines()
     assert "progress: Step 3 of 3 · done" in lines

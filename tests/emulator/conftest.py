@@ -41,8 +41,9 @@ def recorder() -> BotRecorder:
 
 
 @pytest.fixture
-def bot(world: World, recorder: BotRecorder) -> commands.Bot:
-    """A bot with a few commands; tests may add more before the ``running`` fixture syncs."""
+def plain_bot(world: World, recorder: BotRecorder) -> commands.Bot:
+    """A plain discord.py bot (not Errand's) with a few commands; tests may add more before the
+    ``running`` fixture syncs."""
     bot = make_bot()
 
     @bot.tree.command(name="ping", description="Answer pong")
@@ -67,6 +68,8 @@ def bot(world: World, recorder: BotRecorder) -> commands.Bot:
 
 
 @pytest.fixture
-async def running(emu: Emulator, world: World, bot: commands.Bot) -> AsyncIterator[commands.Bot]:
-    async with running_bot(emu, bot) as client:
+async def running(
+    emu: Emulator, world: World, plain_bot: commands.Bot
+) -> AsyncIterator[commands.Bot]:
+    async with running_bot(emu, plain_bot) as client:
         yield client

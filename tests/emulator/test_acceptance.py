@@ -13,9 +13,9 @@ from .conftest import World
 
 
 async def test_slash_command_reply_thread_and_edit_history(
-    emu: Emulator, world: World, bot: commands.Bot
+    emu: Emulator, world: World, plain_bot: commands.Bot
 ) -> None:
-    @bot.tree.command(name="work", description="Do some work with progress")
+    @plain_bot.tree.command(name="work", description="Do some work with progress")
     async def work(interaction: discord.Interaction, name: str) -> None:
         await interaction.response.send_message(f"Starting {name}")
         reply = await interaction.original_response()
@@ -25,7 +25,7 @@ async def test_slash_command_reply_thread_and_edit_history(
         await progress.edit(content="progress 100%")
         await interaction.followup.send("done")
 
-    async with running_bot(emu, bot):
+    async with running_bot(emu, plain_bot):
         handle = await emu.invoke_slash(world.alice, world.channel, "work", {"name": "report"})
         reply = await handle.wait_original()
         assert reply.content == "Starting report"
@@ -53,6 +53,6 @@ async def test_slash_command_reply_thread_and_edit_history(
         # The channel shows the reply and the follow-up, in order.
         assert [m.content for m in emu.history(world.channel)] == ["Starting report", "done"]
         # What discord.py sees matches: fetch through the REST API.
-        fetched = await bot.get_channel(thread.id).fetch_message(progress.id)  # type: ignore[union-attr]
+        fetched = await plain_bot.get_channel(thread.id).fetch_message(progress.id)  # type: ignore[union-attr]
         assert fetched.content == "progress 100%"
         assert fetched.edited_at is not None

@@ -37,10 +37,10 @@ class Recorder:
 
 
 async def test_dropped_connection_resumes_without_missing_dispatches(
-    emu: Emulator, world: World, bot: commands.Bot
+    emu: Emulator, world: World, plain_bot: commands.Bot
 ) -> None:
-    rec = Recorder(bot)
-    async with running_bot(emu, bot):
+    rec = Recorder(plain_bot)
+    async with running_bot(emu, plain_bot):
         emu.send_message(world.alice, world.channel, "before")
         await emu.wait_until(lambda: rec.messages == ["before"], 5)
         assert emu.drop_gateway() == 1

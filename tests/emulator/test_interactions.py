@@ -37,11 +37,11 @@ async def test_subcommand_with_options_and_ephemeral_reply(
 
 
 async def test_late_initial_response_is_unknown_interaction(
-    emu: Emulator, world: World, bot: commands.Bot, recorder: BotRecorder
+    emu: Emulator, world: World, plain_bot: commands.Bot, recorder: BotRecorder
 ) -> None:
     entered, go = asyncio.Event(), asyncio.Event()
 
-    @bot.tree.command(name="slow", description="Answers too late")
+    @plain_bot.tree.command(name="slow", description="Answers too late")
     async def slow(interaction: discord.Interaction) -> None:
         entered.set()
         await go.wait()
@@ -50,7 +50,7 @@ async def test_late_initial_response_is_unknown_interaction(
         except discord.HTTPException as exc:
             recorder.errors.append(exc)
 
-    async with running_bot(emu, bot):
+    async with running_bot(emu, plain_bot):
         handle = await emu.invoke_slash(world.alice, world.channel, "slow")
         await asyncio.wait_for(entered.wait(), 5)
         emu.advance(3.5)  # past Discord's 3 second deadline, without sleeping
@@ -64,11 +64,11 @@ async def test_late_initial_response_is_unknown_interaction(
 
 
 async def test_second_acknowledgement_and_expired_token(
-    emu: Emulator, world: World, bot: commands.Bot, recorder: BotRecorder
+    emu: Emulator, world: World, plain_bot: commands.Bot, recorder: BotRecorder
 ) -> None:
     later = asyncio.Event()
 
-    @bot.tree.command(name="twice", description="Acknowledges twice")
+    @plain_bot.tree.command(name="twice", description="Acknowledges twice")
     async def twice(interaction: discord.Interaction) -> None:
         await interaction.response.send_message("first")
         try:
@@ -83,7 +83,7 @@ async def test_second_acknowledgement_and_expired_token(
         except discord.HTTPException as exc:
             recorder.errors.append(exc)
 
-    async with running_bot(emu, bot):
+    async with running_bot(emu, plain_bot):
         handle = await emu.invoke_slash(world.alice, world.channel, "twice")
         await handle.wait_original()
         await emu.wait_until(lambda: recorder.errors, 5)
@@ -100,9 +100,9 @@ async def test_second_acknowledgement_and_expired_token(
 
 
 async def test_deferred_response_then_edit_and_followups(
-    emu: Emulator, world: World, bot: commands.Bot
+    emu: Emulator, world: World, plain_bot: commands.Bot
 ) -> None:
-    @bot.tree.command(name="deferred", description="Defers")
+    @plain_bot.tree.command(name="deferred", description="Defers")
     async def deferred(interaction: discord.Interaction) -> None:
         await interaction.response.defer(thinking=True)
         await interaction.edit_original_response(content="working 1/2")
@@ -110,7 +110,7 @@ async def test_deferred_response_then_edit_and_followups(
         await interaction.followup.send("secret", ephemeral=True)
         await interaction.followup.send("public")
 
-    async with running_bot(emu, bot):
+    async with running_bot(emu, plain_bot):
         handle = await emu.invoke_slash(world.alice, world.channel, "deferred")
         await handle.wait_followups(2)
         original = handle.original
@@ -125,14 +125,14 @@ async def test_deferred_response_then_edit_and_followups(
 
 
 async def test_first_followup_replaces_the_loading_message(
-    emu: Emulator, world: World, bot: commands.Bot
+    emu: Emulator, world: World, plain_bot: commands.Bot
 ) -> None:
-    @bot.tree.command(name="thinker", description="Defers then follows up")
+    @plain_bot.tree.command(name="thinker", description="Defers then follows up")
     async def thinker(interaction: discord.Interaction) -> None:
         await interaction.response.defer()
         await interaction.followup.send("result")
 
-    async with running_bot(emu, bot):
+    async with running_bot(emu, plain_bot):
         handle = await emu.invoke_slash(world.alice, world.channel, "thinker")
         (msg,) = await handle.wait_followups(1)
         assert msg.id == handle.interaction.original_message_id
@@ -140,7 +140,9 @@ async def test_first_followup_replaces_the_loading_message(
         assert len(emu.history(world.channel)) == 1
 
 
-async def test_autocomplete_returns_choices(emu: Emulator, world: World, bot: commands.Bot) -> None:
+async def test_autocomplete_returns_choices(
+    emu: Emulator, world: World, plain_bot: commands.Bot
+) -> None:
     async def names(
         interaction: discord.Interaction, current: str
     ) -> list[app_commands.Choice[str]]:
@@ -150,12 +152,12 @@ async def test_autocomplete_returns_choices(emu: Emulator, world: World, bot: co
             if n.startswith(current)
         ]
 
-    @bot.tree.command(name="pick", description="Pick one")
+    @plain_bot.tree.command(name="pick", description="Pick one")
     @app_commands.autocomplete(item=names)
     async def pick(interaction: discord.Interaction, item: str) -> None:
         await interaction.response.send_message(item)
 
-    async with running_bot(emu, bot):
+    async with running_bot(emu, plain_bot):
         handle = await emu.autocomplete(
             world.alice, world.channel, "pick", {"item": "al"}, focused="item"
         )
@@ -165,7 +167,7 @@ async def test_autocomplete_returns_choices(emu: Emulator, world: World, bot: co
 
 
 async def test_component_click_updates_the_message(
-    emu: Emulator, world: World, bot: commands.Bot
+    emu: Emulator, world: World, plain_bot: commands.Bot
 ) -> None:
     class Confirm(discord.ui.View):
         @discord.ui.button(label="Confirm", custom_id="confirm")
@@ -176,11 +178,11 @@ async def test_component_click_updates_the_message(
                 content=f"confirmed by {interaction.user.name}", view=None
             )
 
-    @bot.tree.command(name="ask", description="Ask for confirmation")
+    @plain_bot.tree.command(name="ask", description="Ask for confirmation")
     async def ask(interaction: discord.Interaction) -> None:
         await interaction.response.send_message("Confirm?", view=Confirm(timeout=None))
 
-    async with running_bot(emu, bot):
+    async with running_bot(emu, plain_bot):
         handle = await emu.invoke_slash(world.alice, world.channel, "ask")
         question = await handle.wait_original()
         assert question.components[0]["components"][0]["custom_id"] == "confirm"
@@ -200,18 +202,18 @@ async def test_unknown_command_and_missing_option_are_refused(
         await world.emu.invoke_slash(world.alice, world.channel, "job status")
 
 
-async def test_modal_round_trip(emu: Emulator, world: World, bot: commands.Bot) -> None:
+async def test_modal_round_trip(emu: Emulator, world: World, plain_bot: commands.Bot) -> None:
     class Feedback(discord.ui.Modal, title="Feedback"):
         text = discord.ui.TextInput(label="Your feedback", custom_id="text")
 
         async def on_submit(self, interaction: discord.Interaction) -> None:
             await interaction.response.send_message(f"thanks: {self.text.value}")
 
-    @bot.tree.command(name="feedback", description="Give feedback")
+    @plain_bot.tree.command(name="feedback", description="Give feedback")
     async def feedback(interaction: discord.Interaction) -> None:
         await interaction.response.send_modal(Feedback())
 
-    async with running_bot(emu, bot):
+    async with running_bot(emu, plain_bot):
         opened = await emu.invoke_slash(world.alice, world.channel, "feedback")
         await opened.wait_response()
         assert opened.response_type == 9

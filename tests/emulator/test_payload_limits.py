@@ -51,19 +51,19 @@ async def test_select_option_label_and_count_limits(world: World, running: comma
 
 
 async def test_autocomplete_choice_name_over_100_is_refused(
-    emu: Emulator, world: World, bot: commands.Bot, recorder: BotRecorder
+    emu: Emulator, world: World, plain_bot: commands.Bot, recorder: BotRecorder
 ) -> None:
     async def names(
         interaction: discord.Interaction, current: str
     ) -> list[app_commands.Choice[str]]:
         return [app_commands.Choice(name="n" * 101, value="v")]
 
-    @bot.tree.command(name="pick", description="Pick")
+    @plain_bot.tree.command(name="pick", description="Pick")
     @app_commands.autocomplete(item=names)
     async def pick(interaction: discord.Interaction, item: str) -> None:
         await interaction.response.send_message(item)
 
-    async with running_bot(emu, bot):
+    async with running_bot(emu, plain_bot):
         handle = await emu.autocomplete(world.alice, world.channel, "pick", {"item": "n"}, "item")
         await emu.wait_until(
             lambda: emu.request_log(path_contains=f"/interactions/{handle.id}/", status=400), 5
@@ -74,19 +74,19 @@ async def test_autocomplete_choice_name_over_100_is_refused(
 
 
 async def test_modal_title_over_45_is_refused(
-    emu: Emulator, world: World, bot: commands.Bot, recorder: BotRecorder
+    emu: Emulator, world: World, plain_bot: commands.Bot, recorder: BotRecorder
 ) -> None:
     class Long(discord.ui.Modal, title="t" * 46):
         answer = discord.ui.TextInput(label="Answer")
 
-    @bot.tree.command(name="ask", description="Ask")
+    @plain_bot.tree.command(name="ask", description="Ask")
     async def ask(interaction: discord.Interaction) -> None:
         try:
             await interaction.response.send_modal(Long())
         except discord.HTTPException as exc:
             recorder.errors.append(exc)
 
-    async with running_bot(emu, bot):
+    async with running_bot(emu, plain_bot):
         handle = await emu.invoke_slash(world.alice, world.channel, "ask")
         await emu.wait_until(lambda: recorder.errors, 5)
     (err,) = recorder.errors
@@ -107,9 +107,9 @@ async def test_file_over_the_upload_limit_is_413(world: World, running: commands
 
 
 async def test_option_values_outside_declared_limits_never_reach_the_bot(
-    emu: Emulator, world: World, bot: commands.Bot, recorder: BotRecorder
+    emu: Emulator, world: World, plain_bot: commands.Bot, recorder: BotRecorder
 ) -> None:
-    @bot.tree.command(name="summon", description="Start")
+    @plain_bot.tree.command(name="summon", description="Start")
     @app_commands.choices(
         color=[
             app_commands.Choice(name="Red", value="red"),
@@ -125,7 +125,7 @@ async def test_option_values_outside_declared_limits_never_reach_the_bot(
         recorder.seen.append((task, steps, color))
         await interaction.response.send_message("ok")
 
-    async with running_bot(emu, bot):
+    async with running_bot(emu, plain_bot):
         for options in (
             {"task": "x" * 11},
             {"task": "ok", "steps": 6},

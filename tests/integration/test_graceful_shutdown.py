@@ -19,11 +19,11 @@ from tests.support.cli import CLI, ROOT
 from tests.support.polling import poll
 from tests.support.runtime import job_reaches
 
-Spawn = Callable[..., Awaitable[asyncio.subprocess.Process]]
+SpawnWorker = Callable[..., Awaitable[asyncio.subprocess.Process]]
 
 
 @pytest.fixture
-async def spawn(db_dsn: str, tmp_path: Path) -> AsyncIterator[Spawn]:
+async def spawn_worker(db_dsn: str, tmp_path: Path) -> AsyncIterator[SpawnWorker]:
     """Start ``errand worker`` subprocesses that know the test kinds; killed at the end."""
     procs: list[asyncio.subprocess.Process] = []
 
@@ -72,21 +72,21 @@ async def _exits_within(proc: asyncio.subprocess.Process, seconds: float) -> flo
 
 
 async def test_sigterm_during_run_blocking_never_runs_the_job_twice_at_once(
-    store: JobStore, pool: asyncpg.Pool, spawn: Spawn, tmp_path: Path
+    store: JobStore, pool: asyncpg.Pool, spawn_worker: SpawnWorker, tmp_path: Path
 ) -> None:
     """SIGTERM while a job's ``run_blocking`` thread works, a second worker up: the job is
     released only once the thread returned, so the two attempts' work (timestamps written from
     inside the thread) never overlaps; the worker exits within the grace plus 5 s."""
     log = tmp_path / "times.txt"
     job, _ = await store.submit("blocking_probe", {"log": str(log), "seconds": 4}, requester="t")
-    first = await spawn(ERRAND_WORKER_SHUTDOWN_GRACE_SECONDS="1")
+    first = await spawn_worker(ERRAND_WORKER_SHUTDOWN_GRACE_SECONDS="1")
     await job_reaches(store, job.public_id, {"running"}, within=20)
 
     async def working() -> bool:
         return log.exists()
 
     await poll(working)
-    second = await spawn()
+    second = await spawn_worker()
     first.send_signal(signal.SIGTERM)
     took = await _exits_within(first, 1 + 5)
     assert first.returncode == 0
@@ -104,14 +104,14 @@ async def test_sigterm_during_run_blocking_never_runs_the_job_twice_at_once(
 
 
 async def test_a_handler_that_swallows_cancellation_keeps_its_lease_until_a_second_signal(
-    store: JobStore, pool: asyncpg.Pool, spawn: Spawn
+    store: JobStore, pool: asyncpg.Pool, spawn_worker: SpawnWorker
 ) -> None:
     """A handler that swallows CancelledError cannot be stopped: after SIGTERM and the grace
     its lease is still renewed (it is not handed to anyone while it runs); a second SIGTERM
     ends the process within 5 s, and the job gets a defined end from the reaper once the lease
     expires (its kind is not retry-safe and saved no checkpoint: ``unknown``)."""
     job, _ = await store.submit("swallower", {"seconds": 120}, requester="t")
-    proc = await spawn(ERRAND_WORKER_SHUTDOWN_GRACE_SECONDS="0.5")
+    proc = await spawn_worker(ERRAND_WORKER_SHUTDOWN_GRACE_SECONDS="0.5")
     await job_reaches(store, job.public_id, {"running"}, within=20)
     proc.send_signal(signal.SIGTERM)
     await asyncio.sleep(3.0)  # past the grace and past a 2 s lease
@@ -125,7 +125,7 @@ async def test_a_handler_that_swallows_cancellation_keeps_its_lease_until_a_seco
     assert (row["state"], row["held"]) == ("running", True)
     proc.send_signal(signal.SIGTERM)
     await _exits_within(proc, 5)
-    reaper = await spawn()
+    reaper = await spawn_worker()
     done = await job_reaches(store, job.public_id, {"succeeded", "failed", "unknown"}, within=15)
     assert (done.state.value, done.reason, done.attempts) == (
         "unknown",
@@ -137,7 +137,7 @@ async def test_a_handler_that_swallows_cancellation_keeps_its_lease_until_a_seco
 
 
 async def test_one_attempt_jobs_stopped_by_a_shutdown_end_unknown_and_never_run_again(
-    store: JobStore, pool: asyncpg.Pool, spawn: Spawn, tmp_path: Path
+    store: JobStore, pool: asyncpg.Pool, spawn_worker: SpawnWorker, tmp_path: Path
 ) -> None:
     """Ten jobs of a one-attempt kind; SIGTERM (grace 0.5 s) while they run, a second worker
     up: none runs an attempt beyond its maximum; each ends ``succeeded`` or ``unknown`` with
@@ -147,10 +147,10 @@ async def test_one_attempt_jobs_stopped_by_a_shutdown_end_unknown_and_never_run_
         (await store.submit("one_shot", {"log": str(log), "seconds": 3}, requester="t"))[0]
         for _ in range(10)
     ]
-    first = await spawn(ERRAND_WORKER_SHUTDOWN_GRACE_SECONDS="0.5")
+    first = await spawn_worker(ERRAND_WORKER_SHUTDOWN_GRACE_SECONDS="0.5")
     for job in jobs:
         await job_reaches(store, job.public_id, {"running"}, within=20)
-    second = await spawn()
+    second = await spawn_worker()
     first.send_signal(signal.SIGTERM)
     await _exits_within(first, 10)
     ends = [

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import CLI, ROOT, Ran, WorkerProc, cli_environment, run_cli
+from tests.support.cli import CLI, ROOT, WorkerProc
 from tests.support.polling import poll
 from tests.support.relay import Relay
 
@@ -23,22 +23,6 @@ async def relay(db_dsn: str) -> AsyncIterator[Relay]:
     await link.restore()
     yield link
     await link.close()
-
-
-@pytest.fixture
-def ops_env(db_dsn: str, tmp_path: Path) -> dict[str, str]:
-    """Environment of every subprocess: this test's database, fast worker timings, JSON logs."""
-    return cli_environment(db_dsn, tmp_path / "data")
-
-
-@pytest.fixture
-def errand(ops_env: dict[str, str]) -> Callable[..., Awaitable[Ran]]:
-    """Run ``errand ARGS`` to the end; its exit code and output, whatever they are."""
-
-    async def run(*args: str, **extra: str) -> Ran:
-        return await run_cli(ops_env | extra, *args)
-
-    return run
 
 
 def _port_in_log(log: Path) -> int | None:
@@ -59,8 +43,8 @@ async def _listening_port(log: Path, proc: asyncio.subprocess.Process, within: f
 
 
 @pytest.fixture
-async def spawn(
-    ops_env: dict[str, str], tmp_path: Path
+async def spawn_errand(
+    cli_env: dict[str, str], tmp_path: Path
 ) -> AsyncIterator[Callable[..., Awaitable[WorkerProc]]]:
     """Start long-running ``errand COMMAND`` subprocesses (``worker``, ``bot``, ``run``,
     ``sandbox``) with the health endpoint on a free port; they get SIGTERM (and must exit) when
@@ -76,7 +60,7 @@ async def spawn(
                 *CLI,
                 command,
                 *args,
-                env=ops_env | {"ERRAND_HEALTH_PORT": "0"} | extra,
+                env=cli_env | {"ERRAND_HEALTH_PORT": "0"} | extra,
                 cwd=ROOT,
                 stdout=asyncio.subprocess.DEVNULL,
                 stderr=sink,
@@ -96,11 +80,11 @@ async def spawn(
 
 @pytest.fixture
 def spawn_worker(
-    spawn: Callable[..., Awaitable[WorkerProc]],
+    spawn_errand: Callable[..., Awaitable[WorkerProc]],
 ) -> Callable[..., Awaitable[WorkerProc]]:
-    """Start ``errand worker`` subprocesses (see :func:`spawn`)."""
+    """Start ``errand worker`` subprocesses (see :func:`spawn_errand`)."""
 
     async def start(**extra: str) -> WorkerProc:
-        return await spawn("worker", **extra)
+        return await spawn_errand("worker", **extra)
 
     return start

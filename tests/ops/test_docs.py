@@ -149,7 +149,7 @@ def test_the_path_check_catches_a_module_that_does_not_exist() -> None:
 
 
 async def test_every_metric_the_docs_name_is_in_a_real_scrape(
-    emu: Emulator, world: World, spawn: Callable[..., Awaitable[WorkerProc]]
+    emu: Emulator, world: World, spawn_errand: Callable[..., Awaitable[WorkerProc]]
 ) -> None:
     """Every ``errand_*`` name in docs/deploy.md and docs/runbook.md is a metric family that a
     running ``errand run`` (bot and worker) exposes on /metrics."""
@@ -159,7 +159,7 @@ async def test_every_metric_the_docs_name_is_in_a_real_scrape(
     for doc in DOCS:
         named |= set(re.findall(r"\b(errand_[a-z_]+[a-z])\b", (ROOT / doc).read_text()))
     assert len(named) >= 15  # the extraction works
-    proc = await spawn("run", **discord_env(emu))
+    proc = await spawn_errand("run", **discord_env(emu))
 
     async def ready() -> bool:
         return (await http_get(proc.port, "/readyz"))[0] == 200

@@ -37,12 +37,12 @@ async def test_readyz_is_503_while_the_database_or_the_gateway_is_down_and_200_a
     emu: Emulator,
     world: World,
     relay: Relay,
-    spawn: Callable[..., Awaitable[WorkerProc]],
+    spawn_errand: Callable[..., Awaitable[WorkerProc]],
 ) -> None:
     """Ready (200, every check ok) once connected; 503 naming the database while the network
     to it is cut (connections dropped and refused); 503 naming the gateway while the emulator is
     down (bot and run); 200 again after each recovers. /healthz stays 200 throughout."""
-    proc = await spawn(command, **discord_env(emu), DATABASE_URL=relay.dsn)
+    proc = await spawn_errand(command, **discord_env(emu), DATABASE_URL=relay.dsn)
     wanted = CHECKS[command]
 
     async def ready() -> bool:
@@ -85,11 +85,11 @@ async def test_readyz_is_503_while_the_database_or_the_gateway_is_down_and_200_a
 
 
 async def test_metrics_follow_the_scrapers_accept_header(
-    spawn: Callable[..., Awaitable[WorkerProc]], pool: asyncpg.Pool
+    spawn_errand: Callable[..., Awaitable[WorkerProc]], pool: asyncpg.Pool
 ) -> None:
     """/metrics is prometheus-client's own exposition: Prometheus text by default, OpenMetrics
     (ending in ``# EOF``) when the scraper asks for it; both carry the database gauges."""
-    proc = await spawn("worker")
+    proc = await spawn_errand("worker")
     url = f"http://127.0.0.1:{proc.port}/metrics"
     async with aiohttp.ClientSession() as session:
         async with session.get(url) as plain:

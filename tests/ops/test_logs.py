@@ -18,7 +18,7 @@ API_KEY = "sk-errand-test-0123456789abcdef"
 
 
 async def test_every_stderr_line_of_errand_run_is_json_with_library_lines_and_no_secrets(
-    emu: Emulator, world: World, spawn: Callable[..., Awaitable[WorkerProc]]
+    emu: Emulator, world: World, spawn_errand: Callable[..., Awaitable[WorkerProc]]
 ) -> None:
     """Drive a job through ``errand run`` while the emulator rate-limits the start of its thread
     (discord.py logs a warning per 429) and drops its gateway once, then stop it with SIGTERM:
@@ -26,7 +26,7 @@ async def test_every_stderr_line_of_errand_run_is_json_with_library_lines_and_no
     line parses as one JSON object, discord.py's lines among them (with their logger name), and
     neither the bot token nor the model API key appears anywhere."""
     env = discord_env(emu)
-    proc = await spawn("run", **env, ERRAND_AGENT_API_KEY=API_KEY, ERRAND_LOG_FORMAT="auto")
+    proc = await spawn_errand("run", **env, ERRAND_AGENT_API_KEY=API_KEY, ERRAND_LOG_FORMAT="auto")
 
     async def ready() -> bool:
         return (await http_get(proc.port, "/readyz"))[0] == 200

@@ -148,13 +148,13 @@ async def test_cancels_and_lease_expiries_are_counted_by_the_process_that_acts(
     world: World,
     store: JobStore,
     pool: asyncpg.Pool,
-    spawn: Callable[..., Awaitable[WorkerProc]],
+    spawn_errand: Callable[..., Awaitable[WorkerProc]],
 ) -> None:
     """``errand run``: /job cancel on a running job, then again once it has stopped, shows in
     its /metrics as one ``cancelling`` and one ``too_late`` answer; a job whose worker died
     (the test claims it and lets its lease run out) is ended by the process's reaper and counted
     as one lease expiry of its kind."""
-    proc = await spawn("run", **discord_env(emu), ERRAND_WORKER_REAPER_SECONDS="0.2")
+    proc = await spawn_errand("run", **discord_env(emu), ERRAND_WORKER_REAPER_SECONDS="0.2")
 
     async def ready() -> bool:
         return (await http_get(proc.port, "/readyz"))[0] == 200
@@ -206,7 +206,7 @@ async def test_discord_and_delivery_counters_move_through_a_real_bot_process(
     world: World,
     store: JobStore,
     pool: asyncpg.Pool,
-    spawn: Callable[..., Awaitable[WorkerProc]],
+    spawn_errand: Callable[..., Awaitable[WorkerProc]],
 ) -> None:
     """``errand run`` against the emulator: a 429 storm of five on starting the job's thread,
     one 503 on a message post, a job whose channel does not exist (every delivery refused: dead
@@ -214,7 +214,7 @@ async def test_discord_and_delivery_counters_move_through_a_real_bot_process(
     shared-scope 429s, as many rate-limit retries as 429s, one server-error retry, and as many
     delivered and dead-lettered notices (and delivery-lag observations) as the outbox
     records."""
-    proc = await spawn(
+    proc = await spawn_errand(
         "run",
         **discord_env(emu),
         ERRAND_BOT_DELIVERY_MAX_ATTEMPTS="2",

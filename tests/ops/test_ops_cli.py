@@ -5,7 +5,6 @@ with one line on stderr and changes nothing."""
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +13,8 @@ import asyncpg
 from jobs.engine.model import JobView
 from jobs.engine.state import Actor
 from jobs.engine.store import Finish, JobStore
-from tests.support.cli import Ran
+from tests.support.cli import Ran, RunErrand
 
-Errand = Callable[..., Awaitable[Ran]]
 ORIGIN = {"transport": "test", "channel": "1"}
 
 
@@ -58,7 +56,7 @@ def _bad(ran: Ran) -> bool:
 
 
 async def test_prune_deletes_only_what_the_retention_policy_lets_go(
-    errand: Errand, store: JobStore, pool: asyncpg.Pool, tmp_path: Path
+    run_errand: RunErrand, store: JobStore, pool: asyncpg.Pool, tmp_path: Path
 ) -> None:
     """Old finished jobs go (with their asset files); recent ones, queued, unknown, and jobs with
     a pending notice stay; a dead-lettered notice keeps its job unless --with-dead-notices."""
@@ -94,15 +92,15 @@ async def test_prune_deletes_only_what_the_retention_policy_lets_go(
     everything = await _exists(pool)
 
     for args in (("--older-than", "30 days"), ("--older-than", "-1d"), ()):
-        bad = await errand("prune", *args)
+        bad = await run_errand("prune", *args)
         assert _bad(bad), (args, bad)
     assert await _exists(pool) == everything
 
-    dry = await errand("prune", "--older-than", "30d", "--dry-run", "--json")
+    dry = await run_errand("prune", "--older-than", "30d", "--dry-run", "--json")
     assert (dry.code, json.loads(dry.out)["jobs"]) == (0, [old.public_id])
     assert await _exists(pool) == everything
 
-    real = await errand("prune", "--older-than", "30d", "--json")
+    real = await run_errand("prune", "--older-than", "30d", "--json")
     assert (real.code, json.loads(real.out)) == (
         0,
         {"pruned": 1, "jobs": [old.public_id], "files_removed": 1, "dry_run": False},
@@ -111,7 +109,7 @@ async def test_prune_deletes_only_what_the_retention_policy_lets_go(
     assert not asset.parent.exists()
     assert await pool.fetchval("SELECT count(*) FROM event WHERE job_id = $1", old.id) == 0
 
-    more = await errand("prune", "--older-than", "30d", "--with-dead-notices", "--json")
+    more = await run_errand("prune", "--older-than", "30d", "--with-dead-notices", "--json")
     assert (more.code, json.loads(more.out)["jobs"]) == (0, [dead.public_id])
     assert await _exists(pool) == {
         recent.public_id,
@@ -122,7 +120,7 @@ async def test_prune_deletes_only_what_the_retention_policy_lets_go(
 
 
 async def test_outbox_list_and_retry_revive_only_dead_letters(
-    errand: Errand, store: JobStore, pool: asyncpg.Pool
+    run_errand: RunErrand, store: JobStore, pool: asyncpg.Pool
 ) -> None:
     """`outbox list` shows the dead letter and why; `outbox retry ID` makes it due again with
     its attempts reset; unknown, pending or missing ids exit 2 and change nothing."""
@@ -140,7 +138,7 @@ async def test_outbox_list_and_retry_revive_only_dead_letters(
     )
     before = [dict(r) for r in await pool.fetch("SELECT * FROM outbox ORDER BY id")]
 
-    listed = await errand("outbox", "list", "--json")
+    listed = await run_errand("outbox", "list", "--json")
     assert listed.code == 0, listed.err
     assert [
         (n["id"], n["public_id"], n["last_error"], n["attempts"])
@@ -155,11 +153,11 @@ async def test_outbox_list_and_retry_revive_only_dead_letters(
         ("retry", "abc"),
         ("list", "--status", "lost"),
     ):
-        ran = await errand("outbox", *args)
+        ran = await run_errand("outbox", *args)
         assert _bad(ran), (args, ran)
     assert [dict(r) for r in await pool.fetch("SELECT * FROM outbox ORDER BY id")] == before
 
-    retried = await errand("outbox", "retry", str(first), "--json")
+    retried = await run_errand("outbox", "retry", str(first), "--json")
     assert (retried.code, json.loads(retried.out)) == (0, {"retried": [first]})
     row = await pool.fetchrow(
         "SELECT dead_at, attempts, available_at <= now() AS due, "
@@ -167,16 +165,16 @@ async def test_outbox_list_and_retry_revive_only_dead_letters(
         first,
     )
     assert dict(row) == {"dead_at": None, "attempts": 0, "due": True, "last_error": None}
-    nothing = await errand("outbox", "retry", "--all-dead", "--json")
+    nothing = await run_errand("outbox", "retry", "--all-dead", "--json")
     assert json.loads(nothing.out) == {"retried": []}
 
 
 async def test_job_show_tells_the_whole_story_in_order(
-    errand: Errand, store: JobStore, pool: asyncpg.Pool
+    run_errand: RunErrand, store: JobStore, pool: asyncpg.Pool
 ) -> None:
     """`job show` merges events, attempts and notices in time order; an unknown id exits 2."""
     job = await _ended(store, "noop", "failed", origin=ORIGIN)
-    shown = await errand("job", "show", job.public_id, "--json")
+    shown = await run_errand("job", "show", job.public_id, "--json")
     assert shown.code == 0, shown.err
     out = json.loads(shown.out)
     timeline = [(e["what"], e["text"]) for e in out["timeline"]]
@@ -192,47 +190,47 @@ async def test_job_show_tells_the_whole_story_in_order(
     assert len([t for w, t in timeline if w == "notice"]) == 3
     assert [e["at"] for e in out["timeline"]] == sorted(e["at"] for e in out["timeline"])
     assert (out["id"], out["state"], len(out["notices"])) == (job.public_id, "failed", 3)
-    text = await errand("job", "show", job.public_id)
+    text = await run_errand("job", "show", job.public_id)
     assert "attempt 1 started on w1" in text.out
-    missing = await errand("job", "show", "zzzzzz")
+    missing = await run_errand("job", "show", "zzzzzz")
     assert _bad(missing), missing
 
 
 async def test_job_list_filters_by_state_kind_requester_and_age(
-    errand: Errand, store: JobStore, pool: asyncpg.Pool
+    run_errand: RunErrand, store: JobStore, pool: asyncpg.Pool
 ) -> None:
     """`job list` narrows by several states, kind, requester and --newer-than."""
     c = await _ended(store, "noop", "unknown")
     a, _ = await store.submit("noop", {}, requester="alice")
     b, _ = await store.submit("sleep", {"seconds": 1}, requester="bob")
     await _age(pool, c, 2)
-    got = await errand("job", "list", "--state", "queued", "--state", "unknown", "--json")
+    got = await run_errand("job", "list", "--state", "queued", "--state", "unknown", "--json")
     assert {j["id"] for j in json.loads(got.out)["jobs"]} == {a.public_id, b.public_id, c.public_id}
-    got = await errand("job", "list", "--kind", "noop", "--requester", "alice", "--json")
+    got = await run_errand("job", "list", "--kind", "noop", "--requester", "alice", "--json")
     assert [j["id"] for j in json.loads(got.out)["jobs"]] == [a.public_id]
-    got = await errand("job", "list", "--newer-than", "3600", "--json")
+    got = await run_errand("job", "list", "--newer-than", "3600", "--json")
     assert {j["id"] for j in json.loads(got.out)["jobs"]} == {a.public_id, b.public_id}
-    assert (await errand("job", "list", "--state", "sleeping")).code == 2
+    assert (await run_errand("job", "list", "--state", "sleeping")).code == 2
 
 
 async def test_a_reused_idempotency_key_returns_the_same_job_or_is_refused_as_a_conflict(
-    errand: Errand, pool: asyncpg.Pool
+    run_errand: RunErrand, pool: asyncpg.Pool
 ) -> None:
     """The same key, kind and params give back the first job; the key with another kind or
     other params exits 2 with one line naming the conflict, and creates nothing."""
-    first = await errand(
+    first = await run_errand(
         "job", "submit", "sleep", "-p", "seconds=5", "--idempotency-key", "k-1", "--json"
     )
     assert first.code == 0, first.err
     made = json.loads(first.out)
-    again = await errand(
+    again = await run_errand(
         "job", "submit", "sleep", "-p", "seconds=5", "--idempotency-key", "k-1", "--json"
     )
     assert again.code == 0, again.err
     assert (json.loads(again.out)["id"], json.loads(again.out)["created"]) == (made["id"], False)
 
-    other_kind = await errand("job", "submit", "noop", "--idempotency-key", "k-1")
-    other_params = await errand(
+    other_kind = await run_errand("job", "submit", "noop", "--idempotency-key", "k-1")
+    other_params = await run_errand(
         "job", "submit", "sleep", "-p", "seconds=6", "--idempotency-key", "k-1"
     )
     for ran in (other_kind, other_params):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,6 +26,10 @@ class Ran:
     code: int
     out: str
     err: str
+
+
+# The ``run_errand`` fixture: ``await run_errand(*args, **extra_env)``.
+RunErrand = Callable[..., Awaitable[Ran]]
 
 
 def cli_environment(db_dsn: str, data_dir: Path) -> dict[str, str]:
