@@ -309,9 +309,9 @@ async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = 10) -> asy
       cursor outside a transaction (ended by the commit) or creates a temporary table;
     - prepared statements are asyncpg's per-connection cache, meant to be reused.
 
-    ``tests/integration/test_fast_paths.py`` checks that a pooled connection carries no LISTEN and
-    no advisory lock after use. Code that adds session state to a pooled connection must undo it
-    itself, or use :func:`connect`.
+    ``tests/integration/test_pooled_connections.py`` checks that a pooled connection carries no
+    LISTEN and no advisory lock after use. Code that adds session state to a pooled connection
+    must undo it itself, or use :func:`connect`.
     """
     pool = await asyncpg.create_pool(
         dsn, min_size=min_size, max_size=max_size, init=init_connection, reset=keep_session

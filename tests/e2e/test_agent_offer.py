@@ -23,7 +23,7 @@ async def test_without_a_model_the_agent_is_not_suggested_but_may_still_be_typed
 ) -> None:
     """Suggestions follow this process's settings; a typed kind:agent is still submitted
     (workers elsewhere may hold the model settings; one without them fails the job at once
-    saying what to set: tests/integration/test_kinds_as_met.py)."""
+    saying what to set: tests/integration/test_builtin_kinds.py)."""
     emu, world = errand.emu, errand.world
     handle = await emu.autocomplete(
         world.alice, world.channel, "summon", {"task": "t", "kind": ""}, focused="kind"

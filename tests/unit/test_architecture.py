@@ -314,8 +314,14 @@ def test_the_state_list_search_ignores_single_states_and_other_lists() -> None:
 
 
 def test_test_files_are_named_by_behaviour_not_by_how_they_were_found() -> None:
-    """No ``test_review_*`` grab bags: a test lives in the file of the behaviour it checks."""
-    assert sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").rglob("test_review*.py")) == []
+    """No ``test_review_*``, ``test_*_as_met`` or ``test_seed_*`` grab bags: a test lives in the
+    file of the behaviour it checks."""
+    found = [
+        str(p.relative_to(ROOT))
+        for pattern in ("test_review*.py", "test_*as_met*.py", "test_seed*.py")
+        for p in (ROOT / "tests").rglob(pattern)
+    ]
+    assert sorted(found) == []
 
 
 # -- one of each mechanism -------------------------------------------------------------------

@@ -1,5 +1,6 @@
-"""What the bot shows, without Discord: every state's progress message, notices, the status
-page and parameter parsing; and the bot's named SQL is complete."""
+"""What the bot shows, without Discord: every state's progress message, notices (a cancel's says
+who cancelled and why in one sentence), the status page (an unknown job's says how to settle it)
+and parameter parsing; and the bot's named SQL is complete."""
 
 from __future__ import annotations
 
@@ -159,6 +160,16 @@ def test_a_notice_mentions_the_requester_with_the_outcome() -> None:
     assert "**succeeded** after 8.0 s · attempt 4 · 0 failures (max 3)" in resumed
 
 
+def test_a_cancel_notice_names_who_cancelled_and_why_in_one_sentence() -> None:
+    done = job(State.CANCELLED, finished_at=T0 + timedelta(seconds=28.4))
+    text = render.notice(done, row("cancelled", "cancelled by requester: Cancel button"), 42)
+    assert text == (
+        "<@42> ⛔ Job `k7m2x9qa` **cancelled** by the requester after 27.4 s (Cancel button)"
+    )
+    text = render.notice(done, row("cancelled", "cancelled by operator"), None)
+    assert text == "⛔ Job `k7m2x9qa` **cancelled** by the operator after 27.4 s"
+
+
 def test_the_notices_docs_discord_shows_are_the_ones_the_bot_writes() -> None:
     """docs/discord.md's example notices, rendered here: the doc cannot drift from the bot."""
     ended = T0 + timedelta(seconds=1)  # started_at
@@ -220,6 +231,17 @@ def test_the_status_page_shows_events_and_dead_letters() -> None:
     assert "⚠️ Notice (succeeded) not delivered: 403 50013: Missing Permissions" in page
     assert "queued → running by worker" in page
     assert "took 2.0 s" in page
+
+
+def test_the_status_of_an_unknown_job_says_how_to_settle_it() -> None:
+    page = render.status_page(
+        JobStatus(job(State.UNKNOWN, reason="effect in doubt")),
+        task="charge",
+        thread_id=None,
+        deliveries=[],
+    )
+    assert "`/job resolve id:k7m2x9qa outcome:... note:...`" in page
+    assert "operator" in page
 
 
 def test_durations_and_bars_read_naturally() -> None:

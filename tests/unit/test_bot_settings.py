@@ -1,6 +1,9 @@
-"""The bot's settings: sharding flags and the request budget each process takes."""
+"""The bot's settings: sharding flags, the request budget each process takes, and the kind
+/summon runs by default, which follows the agent's settings wherever they are set (``.env`` too)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
@@ -37,3 +40,18 @@ def test_processes_running_some_shards_share_the_tokens_global_budget() -> None:
 def test_bad_shard_settings_are_refused(values: dict[str, object], says: str) -> None:
     with pytest.raises(ValidationError, match=says):
         settings(**values)
+
+
+@pytest.fixture
+def no_agent_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    for name in ("ERRAND_AGENT_BASE_URL", "ERRAND_AGENT_API_KEY", "ERRAND_BOT_DEFAULT_KIND"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)  # .env is read from the working directory
+    return tmp_path
+
+
+def test_the_default_kind_is_the_agent_when_dotenv_configures_a_model(no_agent_env: Path) -> None:
+    assert BotSettings().resolved_default_kind() == "demo"
+    (no_agent_env / ".env").write_text("ERRAND_AGENT_BASE_URL=http://localhost:11434/v1\n")
+    assert BotSettings().resolved_default_kind() == "agent"
+    assert BotSettings(default_kind="sleep").resolved_default_kind() == "sleep"

@@ -1,5 +1,7 @@
-"""The seed issue's acceptance, one test per line, through Discord: a real discord.py bot
-against the emulator, a real worker and PostgreSQL."""
+"""A job's life through Discord: submitting long work returns an id at once (a slow submit is
+acknowledged before the deadline), its status tells the truth at each stage, completion and
+failure notify the origin, and a cancelled job stops and never reports success. A real
+discord.py bot against the emulator, a real worker and PostgreSQL."""
 
 from __future__ import annotations
 

@@ -1,23 +1,21 @@
-"""Lean writes (migrations/0008_lean_writes.sql): attempts, events and notices have no foreign key
-to their job, so the statements that write them must keep the reference themselves, and the
-only delete must take them along; a worker with a backlog gets the job table analyzed, so its
-claims read the first jobs off the claim index instead of sorting the backlog."""
+"""A job's rows (attempts, events, notices in the outbox) after real workloads: they have no
+foreign key to their job (migrations/0008_lean_writes.sql), so the statements that write them
+must keep the reference themselves and the only delete must take them along; and every path
+(bulk and single submits, batched claims, cancels) writes exactly the rows a job's history
+calls for."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import asyncpg
-import pytest
 
-import jobs.runtime.worker as worker_module
+import tests.support.kinds  # noqa: F401  (registers plain_sleep)
 from jobs.engine.admin import prune_batch
 from jobs.engine.state import TERMINAL
 from jobs.engine.store import JobStore, Submission
-from jobs.engine.transition import _claim_sql
 from jobs.runtime.registry import Registry
 from tests.support.polling import poll
-from tests.support.rows import every_connection
 from tests.support.runtime import job_reaches, running_worker
 
 ORIGIN = {"transport": "test"}
@@ -81,62 +79,59 @@ async def test_every_attempt_event_and_notice_belongs_to_a_job_after_a_mixed_wor
     assert left["attempts_of_deleted"] == 0
 
 
-async def test_a_worker_has_the_job_table_analyzed_at_start_and_when_a_backlog_outgrows_it(
-    store: JobStore,
-    registry: Registry,
-    db_dsn: str,
-    pool: asyncpg.Pool,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+async def test_no_path_loses_an_event_or_an_outbox_row(
+    store: JobStore, registry: Registry, db_dsn: str, pool: asyncpg.Pool, tmp_path: Path
 ) -> None:
-    """A fresh database's job table has never been analyzed: a worker starting on a backlog of
-    3,000 jobs has it analyzed before its first claim. A backlog that arrives while it runs
-    (statistics of an empty table, then 2,000 sleeping jobs) makes its claims come back full,
-    and it has the table analyzed again. Afterwards the claim reads the claim index in order."""
-    monkeypatch.setattr(worker_module, "STATISTICS_CHECK_SECONDS", 0.2)
-    assert await _analyses(pool) == 0
-    made = await store.submit_many([Submission("noop", {}, "r") for _ in range(3000)])
+    """A bench-sized mix through every fast path (bulk and single submits, batched claims,
+    cancels of queued and running jobs): every job has exactly the attempts, events and
+    outbox rows its history calls for."""
+    ledger = tmp_path / "ledger"
+    await store.submit_many([Submission("noop", {}, "t", ORIGIN) for _ in range(2000)])
+    for _ in range(200):
+        await store.submit("noop", {}, requester="t", origin=ORIGIN)
+    queued = [
+        (await store.submit("sleep", {"seconds": 600}, requester="t", origin=ORIGIN))[0]
+        for _ in range(10)
+    ]
+    for job in queued:
+        await store.cancel(job.public_id, by="t")
+    sleepers = [
+        (await store.submit("plain_sleep", {"ledger": str(ledger)}, requester="t", origin=ORIGIN))[
+            0
+        ]
+        for _ in range(10)
+    ]
     async with running_worker(store, registry, db_dsn, tmp_path):
-        assert await _analyses(pool) == 1  # before the worker was ready
-        await job_reaches(store, made[-1][0], {"succeeded"}, within=60)
-
-    await pool.execute("DELETE FROM job")
-    await _flush_counts(pool)
-    await pool.execute("ANALYZE job")  # the statistics of an empty table, missing nothing
-    assert await store.refresh_statistics() is False  # fresh statistics: nothing to do
-    analyzed = await _analyses(pool)
-    async with running_worker(store, registry, db_dsn, tmp_path):
-        assert await _analyses(pool) == analyzed  # fresh at start: not analyzed again
-        await store.submit_many([Submission("sleep", {"seconds": 0.1}, "r") for _ in range(2000)])
-        await poll(lambda: _analyses_reach(pool, analyzed + 1), within=30)
-
-    # With the statistics of a backlog, the claim reads the first due jobs off job_claimable.
-    await store.submit_many([Submission("noop", {}, "r") for _ in range(3000)])
-    await pool.execute("ANALYZE job")
-    plan = "\n".join(
-        r[0] for r in await pool.fetch("EXPLAIN " + _claim_sql(), "w", 60.0, 100, ["noop"])
+        for job in sleepers:
+            await job_reaches(store, job.public_id, {"running"}, 30)
+            await store.cancel(job.public_id, by="t")
+        await poll(
+            lambda: _count(pool, "SELECT count(*) FROM job WHERE finished_at IS NULL", 0), 60
+        )
+    rows = await pool.fetch(
+        "SELECT j.kind, j.state::text AS state,"
+        " (SELECT count(*) FROM attempt a WHERE a.job_id = j.id) AS attempts,"
+        " (SELECT array_agg(e.to_state::text ORDER BY e.id) FROM event e"
+        "   WHERE e.job_id = j.id AND NOT e.ignored) AS events,"
+        " (SELECT array_agg(o.payload->>'to' ORDER BY o.id) FROM outbox o"
+        "   WHERE o.job_id = j.id) AS outbox,"
+        " (SELECT bool_and(e.attempt_id IS NOT NULL) FROM event e"
+        "   WHERE e.job_id = j.id AND e.to_state = 'running') AS claim_names_attempt"
+        " FROM job j"
     )
-    assert "Index Scan using job_claimable" in plan, plan
+    histories: dict[tuple[str, str, int, tuple[str, ...]], int] = {}
+    for r in rows:
+        assert r["events"] == r["outbox"]  # one outbox row per event, in the same order
+        if r["attempts"]:
+            assert r["claim_names_attempt"]
+        key = (r["kind"], r["state"], r["attempts"], tuple(r["events"]))
+        histories[key] = histories.get(key, 0) + 1
+    assert histories == {
+        ("noop", "succeeded", 1, ("queued", "running", "succeeded")): 2200,
+        ("sleep", "cancelled", 0, ("queued", "cancelled")): 10,
+        ("plain_sleep", "cancelled", 1, ("queued", "running", "cancelling", "cancelled")): 10,
+    }
 
 
-async def _analyses(pool: asyncpg.Pool) -> int:
-    """How many times the job table was analyzed by a statement (not by autovacuum)."""
-    return int(
-        await pool.fetchval("SELECT analyze_count FROM pg_stat_user_tables WHERE relname = 'job'")
-    )
-
-
-async def _flush_counts(pool: asyncpg.Pool) -> None:
-    """Have every connection of the pool report the rows it changed to the server's statistics.
-
-    A backend reports them when it goes idle, at most once a second, or when it exits. Without
-    this, what the worker changed could reach the statistics after the test's ANALYZE (they then
-    look stale), or not before its check (they look fresh whatever happened): the test would
-    pass or fail by timing."""
-    async with every_connection(pool) as conns:
-        for conn in conns:
-            await conn.execute("SELECT pg_stat_force_next_flush()")  # reported before it answers
-
-
-async def _analyses_reach(pool: asyncpg.Pool, n: int) -> bool:
-    return await _analyses(pool) >= n
+async def _count(pool: asyncpg.Pool, sql: str, expected: int) -> bool:
+    return bool(await pool.fetchval(sql) == expected)

@@ -1,4 +1,4 @@
-"""Acceptance: a real discord.py bot answers a slash command, opens a thread and edits a
+"""A real discord.py bot answers a slash command, opens a thread and edits a
 progress message; the emulator shows the reply, the thread and the full edit history."""
 
 from __future__ import annotations
