@@ -395,7 +395,7 @@ async def bulk_server_ms(server: str, n: int) -> float:
     the server alone spends on the jobs and their events (notices), before any client work."""
     from jobs.engine.db import init_connection
     from jobs.engine.ids import new_public_ids
-    from jobs.engine.store import _bulk_arguments, _insert_many_without_keys
+    from jobs.engine.store.submit import _bulk_arguments, _insert_many_without_keys
 
     dsn = await fresh_db(server, "bench_bulk_plan")
     conn = await asyncpg.connect(dsn)

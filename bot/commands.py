@@ -263,7 +263,7 @@ async def summon(
     }
     if interaction.guild_id:
         # Which process delivers this job's messages: the one whose shards hold the guild
-        # (shard = (guild_id >> 22) % shard count; see jobs.engine.outbox, partition).
+        # (shard = (guild_id >> 22) % shard count; see jobs.engine.notices, partition).
         origin["partition"] = interaction.guild_id >> 22
     # The submit is one short transaction; should the database be slow, the answer is deferred
     # (public: the thread starts from it) and sent when the submit is done.

@@ -44,19 +44,19 @@ _EXPORTS: dict[str, str] = {
     "TERMINAL": "jobs.engine.state",
     "JobStore": "jobs.engine.store",
     "Submission": "jobs.engine.store",
-    "JobStatus": "jobs.engine.model",
-    "JobView": "jobs.engine.model",
-    "CancelOutcome": "jobs.engine.model",
-    "CancelResult": "jobs.engine.model",
-    "ResolveAs": "jobs.engine.model",
+    "JobStatus": "jobs.engine.views",
+    "JobView": "jobs.engine.views",
+    "CancelOutcome": "jobs.engine.views",
+    "CancelResult": "jobs.engine.views",
+    "ResolveAs": "jobs.engine.views",
     "ID_PATTERN": "jobs.engine.ids",
     "normalize_id": "jobs.engine.ids",
     "incarnation": "jobs.engine.ids",
     # the outbox a transport delivers from
-    "Outbox": "jobs.engine.outbox",
-    "OutboxRow": "jobs.engine.outbox",
-    "OUTBOX_CHANNEL": "jobs.engine.outbox",
-    "PROGRESS_CHANNEL": "jobs.engine.outbox",
+    "Outbox": "jobs.engine.notices",
+    "OutboxRow": "jobs.engine.notices",
+    "OUTBOX_CHANNEL": "jobs.engine.notices",
+    "PROGRESS_CHANNEL": "jobs.engine.notices",
     # running it
     "Settings": "jobs.settings",
     "get_logger": "jobs.logs",
@@ -189,11 +189,11 @@ if TYPE_CHECKING:
     from jobs.engine.ids import PATTERN as ID_PATTERN
     from jobs.engine.ids import incarnation
     from jobs.engine.ids import normalize as normalize_id
-    from jobs.engine.model import CancelOutcome, CancelResult, JobStatus, JobView, ResolveAs
-    from jobs.engine.outbox import OUTBOX_CHANNEL, PROGRESS_CHANNEL, Outbox, OutboxRow
+    from jobs.engine.notices import OUTBOX_CHANNEL, PROGRESS_CHANNEL, Outbox, OutboxRow
     from jobs.engine.queries import load_named
     from jobs.engine.state import TERMINAL, Actor, State
     from jobs.engine.store import JobStore, Submission
+    from jobs.engine.views import CancelOutcome, CancelResult, JobStatus, JobView, ResolveAs
     from jobs.errors import (
         BudgetExceeded,
         EffectInDoubt,

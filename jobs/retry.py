@@ -1,7 +1,7 @@
 """The one backoff formula: how long to wait before retry number ``attempt``.
 
 Used for job retries (:mod:`jobs.runtime.execute`, the reaper), outbox delivery retries
-(:mod:`jobs.engine.outbox`), the worker's waits through a database outage, and transports.
+(:mod:`jobs.engine.notices`), the worker's waits through a database outage, and transports.
 """
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from jobs.engine.model import AttemptOutcome, CancelOutcome, Fence, Move, Moved
 from jobs.engine.state import Actor
+from jobs.engine.views import AttemptOutcome, CancelOutcome, Fence, Move, Moved
 
 
 class Observer(Protocol):

@@ -18,9 +18,9 @@ from typing import Any
 
 from jobs.engine import observe
 from jobs.engine.db import Conn
-from jobs.engine.model import Fence, Move, Moved, Row
 from jobs.engine.queries import q, q_with_sets
 from jobs.engine.state import LIVE, TERMINAL, Actor, State, check_moves, sources
+from jobs.engine.views import Fence, Move, Moved, Row
 from jobs.secrets import scrub, scrub_data
 
 # The state sets the statement needs (who holds a lease, what is finished), from the table.

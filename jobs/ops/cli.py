@@ -29,8 +29,8 @@ from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 import jobs.limits as limits
 from jobs.engine.db import UNAVAILABLE, DatabaseUnavailable
-from jobs.engine.model import JobStatus
 from jobs.engine.state import Actor, State
+from jobs.engine.views import JobStatus
 from jobs.errors import ErrandError, UnknownKind
 from jobs.secrets import register_settings, scrub
 

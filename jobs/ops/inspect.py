@@ -27,9 +27,9 @@ from typing import Any
 import asyncpg
 
 from jobs.engine import admin
-from jobs.engine.model import JobStatus, jsonable
 from jobs.engine.state import TERMINAL
 from jobs.engine.store import JobStore
+from jobs.engine.views import JobStatus, jsonable
 from jobs.logs import get_logger
 
 log = get_logger("ops")

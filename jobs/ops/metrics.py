@@ -39,8 +39,8 @@ from prometheus_client.registry import Collector
 
 from jobs.engine import observe
 from jobs.engine.admin import read_gauges
-from jobs.engine.model import AttemptOutcome, CancelOutcome, Fence, Move, Moved
 from jobs.engine.state import Actor, State
+from jobs.engine.views import AttemptOutcome, CancelOutcome, Fence, Move, Moved
 
 if TYPE_CHECKING:
     import asyncpg

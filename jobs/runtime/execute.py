@@ -31,8 +31,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from jobs.engine.db import DatabaseUnavailable
-from jobs.engine.model import AttemptOutcome, Claim
 from jobs.engine.store import Finish, redact_error
+from jobs.engine.views import AttemptOutcome, Claim
 from jobs.errors import BudgetExceeded, EffectInDoubt, JobCancelled, JobFailed, LeaseLost
 from jobs.retry import backoff
 from jobs.runtime.attempt import StopReason

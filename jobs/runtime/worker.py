@@ -23,8 +23,8 @@ import asyncpg
 from jobs.engine import observe
 from jobs.engine.db import UNAVAILABLE, DatabaseUnavailable, connect, is_unavailable
 from jobs.engine.ids import incarnation
-from jobs.engine.model import Claim
 from jobs.engine.store import Finish, JobStore
+from jobs.engine.views import Claim
 from jobs.logs import bind_contextvars, get_logger
 from jobs.retry import backoff
 from jobs.runtime.attempt import StopReason

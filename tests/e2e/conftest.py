@@ -23,8 +23,8 @@ from discord_emulator import Emulator, InteractionHandle, Message
 from discord_emulator.faults import Hold
 from discord_emulator.state import Channel, User
 from discord_emulator.testing import World, running_bot
-from jobs.engine.model import JobView
 from jobs.engine.store import JobStore
+from jobs.engine.views import JobView
 from jobs.runtime.registry import Registry
 from jobs.runtime.worker import Worker
 from tests.support.polling import poll

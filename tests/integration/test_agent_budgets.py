@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from jobs.engine.model import JobView
 from jobs.engine.store import JobStore
+from jobs.engine.views import JobView
 from jobs.runtime.registry import Registry
 from tests.fakes.chat_server import ChatServer, chat_server
 from tests.support.runtime import job_reaches, running_worker

@@ -7,7 +7,7 @@ import asyncio
 
 import asyncpg
 
-from jobs.engine.outbox import Outbox
+from jobs.engine.notices import Outbox
 from jobs.engine.store import JobStore
 
 

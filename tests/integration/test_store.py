@@ -10,7 +10,6 @@ import asyncpg
 import pytest
 
 import tests.support.kinds  # noqa: F401  (registers crashy, a kind whose crashes count)
-from jobs.engine.model import Claim, Moved
 from jobs.engine.state import Actor, State
 from jobs.engine.store import (
     COMPLETED_DESPITE_CANCEL,
@@ -19,6 +18,7 @@ from jobs.engine.store import (
     Submission,
     _reaper_due_sql,
 )
+from jobs.engine.views import Claim, Moved
 from jobs.errors import (
     IllegalTransition,
     InvalidParams,

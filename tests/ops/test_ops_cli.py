@@ -10,9 +10,9 @@ from typing import Any
 
 import asyncpg
 
-from jobs.engine.model import JobView
 from jobs.engine.state import Actor
 from jobs.engine.store import Finish, JobStore
+from jobs.engine.views import JobView
 from tests.support.cli import Ran, RunErrand
 
 ORIGIN = {"transport": "test", "channel": "1"}

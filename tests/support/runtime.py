@@ -11,8 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from jobs.engine.model import JobView
 from jobs.engine.store import JobStore
+from jobs.engine.views import JobView
 from jobs.runtime.budget import Budget
 from jobs.runtime.context import Context
 from jobs.runtime.registry import Kind, Registry

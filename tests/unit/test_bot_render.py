@@ -14,9 +14,9 @@ import pytest
 from bot import render
 from bot.commands import parse_params
 from bot.queries import bot_queries
-from jobs.engine.model import EventView, JobStatus, JobView
-from jobs.engine.outbox import OutboxRow
+from jobs.engine.notices import OutboxRow
 from jobs.engine.state import State
+from jobs.engine.views import EventView, JobStatus, JobView
 
 T0 = datetime(2026, 8, 20, 12, 0, tzinfo=UTC)
 

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jobs.engine import ids
-from jobs.engine.outbox import retry_delay
+from jobs.engine.notices import retry_delay
 from jobs.engine.queries import load_named, queries
 from jobs.ops.inspect import parse_duration
 from jobs.retry import backoff

@@ -23,7 +23,11 @@ import jobs.limits as limits
 from jobs.engine import observe
 from jobs.engine.db import Conn
 from jobs.engine.ids import new_public_id, new_public_ids, normalize
-from jobs.engine.model import (
+from jobs.engine.queries import q, q_with_sets
+from jobs.engine.state import ACTIVE, LIVE, TERMINAL, Actor, State, allowed
+from jobs.engine.transition import KEEP_REASON, request_cancel, transition
+from jobs.engine.transition import claim as claim_jobs
+from jobs.engine.views import (
     AttemptOutcome,
     AttemptView,
     CancelOutcome,
@@ -39,10 +43,6 @@ from jobs.engine.model import (
     Verdict,
     jsonable,
 )
-from jobs.engine.queries import q, q_with_sets
-from jobs.engine.state import ACTIVE, LIVE, TERMINAL, Actor, State, allowed
-from jobs.engine.transition import KEEP_REASON, request_cancel, transition
-from jobs.engine.transition import claim as claim_jobs
 from jobs.errors import (
     ErrandError,
     IdempotencyConflict,
