@@ -350,9 +350,9 @@ async def one_row_insert_floor(server: str, n: int, *, flush: bool = True) -> fl
 def job_row_alone() -> str:
     """``job_insert`` cut down to its first part: the job row, without its event (the notice)
     and NOTIFY."""
-    from jobs.engine.queries import q
+    from jobs.engine.queries import engine_queries
 
-    sql = q("job_insert")
+    sql = engine_queries()["job_insert"].sql
     head, tail = "WITH ins AS (", "), ev AS ("
     for part in (head, tail):
         assert part in sql, "job_insert changed: update job_row_alone"
@@ -366,13 +366,13 @@ async def bare_submit_statement(server: str, n: int, statement: str | None = Non
     own cost shows."""
     from jobs.engine.db import init_connection
     from jobs.engine.ids import new_public_id
-    from jobs.engine.queries import q
+    from jobs.engine.queries import engine_queries
 
     dsn = await fresh_db(server, "bench_bare")
     conn = await asyncpg.connect(dsn)
     try:
         await init_connection(conn)
-        insert = statement or q("job_insert")
+        insert = statement or engine_queries()["job_insert"].sql
 
         async def one() -> None:
             await conn.fetchrow(
@@ -395,13 +395,15 @@ async def bulk_server_ms(server: str, n: int) -> float:
     the server alone spends on the jobs and their events (notices), before any client work."""
     from jobs.engine.db import init_connection
     from jobs.engine.ids import new_public_ids
-    from jobs.engine.store.submit import _bulk_arguments, _insert_many_without_keys
+    from jobs.engine.queries import engine_queries
+    from jobs.engine.store.submit import bulk_arguments
 
     dsn = await fresh_db(server, "bench_bulk_plan")
     conn = await asyncpg.connect(dsn)
     try:
         await init_connection(conn)
-        sql = _insert_many_without_keys()
+        query = engine_queries()["job_insert_many"]
+        sql = query.sql
         origin = json.dumps(ORIGIN)
 
         def args(k: int) -> list[Any]:
@@ -416,7 +418,7 @@ async def bulk_server_ms(server: str, n: int) -> float:
                 [1],
                 [None],
             ]
-            return _bulk_arguments(new_public_ids(k), [c * k for c in columns])
+            return query.args(bulk_arguments(new_public_ids(k), [c * k for c in columns]))
 
         await conn.fetchval(sql, *args(10))
         rolled_back = conn.transaction()

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from bench.common import fresh_db, server_dsn
 from jobs.engine.db import create_pool
+from jobs.engine.moves import Verdict
 from jobs.engine.store import JobStore
-from jobs.engine.views import Verdict
 from jobs.kinds import default_registry
 from jobs.runtime.budget import Budget
 from jobs.runtime.worker import Worker

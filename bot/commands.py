@@ -437,7 +437,7 @@ async def _status(interaction: discord.Interaction[Any], job_id: str | None) -> 
         return NO_SUCH_JOB if job_id else NO_JOB_HERE
     status = await host.store.status(job.public_id)
     binding = await host.pool.fetchrow(sql("binding_get"), job.id)
-    deliveries = await host.outbox.rows(job.id)
+    deliveries = await host.outbox.notices(job.id)
     return render.status_page(
         status,
         task=str(job.origin.get("task") or ""),

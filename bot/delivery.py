@@ -45,8 +45,8 @@ from jobs import (
     JobStatus,
     JobStore,
     JobView,
+    Notice,
     Outbox,
-    OutboxRow,
     Registry,
     State,
     UnknownJob,
@@ -69,6 +69,10 @@ _TRANSIENT_ROUND: tuple[type[BaseException], ...] = (
     *NO_ANSWER,
     discord.DiscordServerError,
 )
+
+
+NOTICE_TOPIC = "transition"
+"""What every notice is about (the ``topic`` label of the notice metrics)."""
 
 
 def _hash(text: str) -> str:
@@ -326,14 +330,14 @@ class Delivery:
             while pending:
                 row = pending[0]
                 external = binding["progress_message_id"]
-                if row.to_state is not None and State(row.to_state) in render.NOTICE_STATES:
+                if row.to_state in render.NOTICE_STATES:
                     external = await self._notice(status, row, binding)
                 if not await self.outbox.done(row, external):
                     # Another process took these rows over (we stalled past the lease); it
                     # delivers them, and the nonce makes our send and its send one message.
                     log.warning("delivery.lease_lost", job_id=public_id, outbox_id=row.id)
                     return True
-                notice_delivered(row.topic, _age(row.created_at))
+                notice_delivered(NOTICE_TOPIC, _age(row.at))
                 pending.pop(0)
         except Stopping:
             # The bot is stopping before these were sent: due again at once, for the next bot.
@@ -361,7 +365,7 @@ class Delivery:
         return job.state in TERMINAL and binding["progress_state"] in TERMINAL
 
     async def _refused(
-        self, job: JobView, public_id: str, pending: list[OutboxRow], exc: Exception
+        self, job: JobView, public_id: str, pending: list[Notice], exc: Exception
     ) -> bool:
         """A refusal (403/404/400) or a bug: count the attempt; retry with backoff, then
         dead-letter. True when nothing is left for this job's actor to do."""
@@ -376,7 +380,7 @@ class Delivery:
         for row in pending:
             dead = await self.outbox.failed(row, error)
             if dead:
-                notice_dead_lettered(row.topic)
+                notice_dead_lettered(NOTICE_TOPIC)
                 log.warning("delivery.dead_lettered", job_id=public_id, outbox_id=row.id)
         return not pending or job.state in TERMINAL  # the poll loop retries when due
 
@@ -577,7 +581,7 @@ class Delivery:
 
     # -- notices --------------------------------------------------------------------------
 
-    async def _notice(self, status: JobStatus, row: OutboxRow, binding: asyncpg.Record) -> str:
+    async def _notice(self, status: JobStatus, row: Notice, binding: asyncpg.Record) -> str:
         job = status.job
         user_id = int(job.origin["user_id"]) if job.origin.get("user_id") else None
         message_id = await self.discord.send_notice(

@@ -14,7 +14,7 @@ from typing import Any
 
 import discord
 
-from jobs import TERMINAL, JobStatus, JobView, OutboxRow, State, scrub
+from jobs import TERMINAL, Actor, JobStatus, JobView, Notice, State, scrub
 
 MAX_CONTENT = 2000
 BAR_WIDTH = 12
@@ -168,7 +168,11 @@ def progress(status: JobStatus, *, task: str, may_resolve: bool) -> Progress:
         if shown:
             lines.append(shown)
         lines.append(" · ".join(x for x in (f"Took {seconds(duration(job))}", attempt, used) if x))
-        if job.reason:
+        by = cancelled_by(job) if job.state is State.CANCELLED else None
+        if by:
+            why = f": {code(job.reason, 300)}" if job.reason else ""
+            lines.append(f"Cancelled by {by}{why}")
+        elif job.reason:
             lines.append(f"Reason: {code(job.reason, 300)}")
         if job.state is State.SUCCEEDED and job.result is not None:
             lines.append(f"Result: `{summary(job.result, 500)}`")
@@ -185,13 +189,12 @@ def progress(status: JobStatus, *, task: str, may_resolve: bool) -> Progress:
     return Progress(job.state, content, job.state in CANCELLABLE)
 
 
-def notice(job: JobView, row: OutboxRow, user_id: int | None) -> str:
+def notice(job: JobView, row: Notice, user_id: int | None) -> str:
     """The reply that tells the requester how the job ended (or that it needs them)."""
-    to = State(row.to_state or job.state.value)
+    to = row.to_state
     who = f"<@{user_id}> " if user_id else ""
-    reason = row.payload.get("reason")
     text = f"{who}{ICONS[to]} Job `{job.public_id}` **{to.value}**"
-    by, why = cancelled_by(str(reason or "")) if to is State.CANCELLED else (None, None)
+    by = cancelled_by(job) if to is State.CANCELLED and row.actor is not Actor.SYSTEM else None
     if by:
         text += f" by {by}"
     if to in TERMINAL:
@@ -199,9 +202,9 @@ def notice(job: JobView, row: OutboxRow, user_id: int | None) -> str:
         if job.attempts > 1 or job.failures:  # restarts and retries are part of the story
             text += f" · {job.attempt_line}"
     if by:
-        text += f" ({code(why, 300)})" if why else ""
-    elif reason:
-        text += f": {code(str(reason), 300)}"
+        text += f" ({code(row.reason, 300)})" if row.reason else ""
+    elif row.reason:
+        text += f": {code(row.reason, 300)}"
     if to is State.SUCCEEDED and job.result is not None:
         text += f"\nResult: `{summary(job.result, 500)}`"
     if to is State.UNKNOWN:
@@ -209,14 +212,13 @@ def notice(job: JobView, row: OutboxRow, user_id: int | None) -> str:
     return text[:MAX_CONTENT]
 
 
-def cancelled_by(reason: str) -> tuple[str | None, str | None]:
-    """``cancelled by requester: Cancel button`` -> (``the requester``, ``Cancel button``), so a
-    notice reads "cancelled by the requester after 27.4 s (Cancel button)"."""
-    head, _, why = reason.partition(": ")
-    if not head.startswith("cancelled by "):
-        return None, None
-    who = head.removeprefix("cancelled by ")
-    return (f"the {who}" if who in ("requester", "operator", "system") else who), why or None
+def cancelled_by(job: JobView) -> str | None:
+    """Who asked a cancelled job to stop, as a notice says it ("the requester"), from the job's
+    own record; None when the system did (a deadline, whose reason says so)."""
+    asked = job.cancel_requested_by
+    if asked is None or asked == "system":
+        return None
+    return "the requester" if asked == job.requester else "the operator"
 
 
 def status_page(
@@ -224,7 +226,7 @@ def status_page(
     *,
     task: str,
     thread_id: str | None,
-    deliveries: list[OutboxRow],
+    deliveries: list[Notice],
     events: int = 6,
 ) -> str:
     """The ephemeral answer to /job status."""
@@ -264,13 +266,11 @@ def status_page(
             + ", ".join(f"{code(str(a['name']), 80)} ({a['size']} B)" for a in status.assets[:20])
         )
     dead = [d for d in deliveries if d.dead_at is not None]
-    waiting = [
-        d for d in deliveries if d.delivered_at is None and d.dead_at is None and d.last_error
-    ]
+    waiting = [d for d in deliveries if d.delivered_at is None and d.dead_at is None and d.error]
     for d in dead:
-        lines.append(f"⚠️ Notice ({d.to_state}) not delivered: {code(d.last_error or '?', 200)}")
+        lines.append(f"⚠️ Notice ({d.to_state}) not delivered: {code(d.error or '?', 200)}")
     for d in waiting:
-        lines.append(f"⚠️ Notice ({d.to_state}) retrying: {code(d.last_error or '?', 200)}")
+        lines.append(f"⚠️ Notice ({d.to_state}) retrying: {code(d.error or '?', 200)}")
     shown = [e for e in status.events if not e.ignored][-events:]
     if shown:
         lines.append("Last events:")

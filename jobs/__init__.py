@@ -46,22 +46,22 @@ _EXPORTS: dict[str, str] = {
     "Submission": "jobs.engine.store",
     "JobStatus": "jobs.engine.views",
     "JobView": "jobs.engine.views",
-    "CancelOutcome": "jobs.engine.views",
-    "CancelResult": "jobs.engine.views",
-    "ResolveAs": "jobs.engine.views",
+    "CancelOutcome": "jobs.engine.moves",
+    "CancelResult": "jobs.engine.moves",
+    "ResolveAs": "jobs.engine.moves",
     "ID_PATTERN": "jobs.engine.ids",
     "normalize_id": "jobs.engine.ids",
     "incarnation": "jobs.engine.ids",
     # the outbox a transport delivers from
     "Outbox": "jobs.engine.notices",
-    "OutboxRow": "jobs.engine.notices",
+    "Notice": "jobs.engine.notices",
     "OUTBOX_CHANNEL": "jobs.engine.notices",
     "PROGRESS_CHANNEL": "jobs.engine.notices",
     # running it
     "Settings": "jobs.settings",
     "get_logger": "jobs.logs",
     "register_secret": "jobs.secrets",
-    "load_named": "jobs.engine.queries",
+    "Queries": "jobs.engine.queries",
     "Engine": "jobs.ops.app",
     "open_engine": "jobs.ops.app",
     "stop_on_signals": "jobs.ops.app",
@@ -129,8 +129,9 @@ __all__ = [
     "LeaseLost",
     "Meter",
     "NotAllowed",
+    "Notice",
     "Outbox",
-    "OutboxRow",
+    "Queries",
     "QuotaExceeded",
     "Registry",
     "ResolveAs",
@@ -155,7 +156,6 @@ __all__ = [
     "incarnation",
     "is_unavailable",
     "kind",
-    "load_named",
     "load_settings",
     "normalize_id",
     "notice_dead_lettered",
@@ -189,11 +189,12 @@ if TYPE_CHECKING:
     from jobs.engine.ids import PATTERN as ID_PATTERN
     from jobs.engine.ids import incarnation
     from jobs.engine.ids import normalize as normalize_id
-    from jobs.engine.notices import OUTBOX_CHANNEL, PROGRESS_CHANNEL, Outbox, OutboxRow
-    from jobs.engine.queries import load_named
+    from jobs.engine.moves import CancelOutcome, CancelResult, ResolveAs
+    from jobs.engine.notices import OUTBOX_CHANNEL, PROGRESS_CHANNEL, Notice, Outbox
+    from jobs.engine.queries import Queries
     from jobs.engine.state import TERMINAL, Actor, State
     from jobs.engine.store import JobStore, Submission
-    from jobs.engine.views import CancelOutcome, CancelResult, JobStatus, JobView, ResolveAs
+    from jobs.engine.views import JobStatus, JobView
     from jobs.errors import (
         BudgetExceeded,
         EffectInDoubt,

@@ -1,20 +1,24 @@
 """Every error Errand raises on purpose, in one module.
 
-Two families: :class:`ErrandError` and its subclasses are answers to a caller of the store
-(transports map them to user-facing messages); the others end or interrupt a handler's attempt
-(:class:`JobFailed`, :class:`JobCancelled`, :class:`LeaseLost`, :class:`BudgetExceeded`,
-:class:`EffectInDoubt`) and the runtime maps them to the attempt's outcome
-(see :mod:`jobs.runtime.execute`).
+Every one is an :class:`ErrandError`, in two families: :class:`Refused` and its subclasses are
+answers to a caller of the store (transports map them to user-facing messages); the others end
+or interrupt a handler's attempt (:class:`JobFailed`, :class:`JobCancelled`, :class:`LeaseLost`,
+:class:`BudgetExceeded`, :class:`EffectInDoubt`, :class:`DatabaseUnavailable`) and the runtime
+maps them to the attempt's outcome (see :mod:`jobs.runtime.execute`).
 """
 
 from __future__ import annotations
 
 
 class ErrandError(Exception):
-    """Base of every error the engine raises on purpose."""
+    """Base of every error Errand raises on purpose."""
 
 
-class UnknownJob(ErrandError):
+class Refused(ErrandError):
+    """A request was refused and changed nothing: an answer to the caller, in one line."""
+
+
+class UnknownJob(Refused):
     """No job with this id exists (or the caller may not see it)."""
 
     def __init__(self, job_id: str) -> None:
@@ -22,7 +26,7 @@ class UnknownJob(ErrandError):
         self.job_id = job_id
 
 
-class UnknownKind(ErrandError):
+class UnknownKind(Refused):
     """The kind is not registered."""
 
     def __init__(self, kind: str, known: list[str]) -> None:
@@ -30,15 +34,15 @@ class UnknownKind(ErrandError):
         self.kind = kind
 
 
-class InvalidParams(ErrandError):
+class InvalidParams(Refused):
     """Parameters failed validation for their kind; nothing was created."""
 
 
-class QuotaExceeded(ErrandError):
+class QuotaExceeded(Refused):
     """A submit would exceed a requester or origin-group quota; nothing was created."""
 
 
-class IdempotencyConflict(ErrandError):
+class IdempotencyConflict(Refused):
     """An idempotency key was reused for a different request (another kind or other params).
 
     As Stripe's API does: the key names one request; a different request under it is refused,
@@ -53,7 +57,7 @@ class IdempotencyConflict(ErrandError):
         self.key, self.job_id = key, job_id
 
 
-class IllegalTransition(ErrandError):
+class IllegalTransition(Refused):
     """The transition table does not allow this move from the job's current state."""
 
     def __init__(self, job_id: str, state: str, target: str, actor: str) -> None:
@@ -65,22 +69,22 @@ class StaleTransition(IllegalTransition):
     """A write from an attempt that no longer holds the lease; recorded as an ignored event."""
 
 
-class NotAllowed(ErrandError):
+class NotAllowed(Refused):
     """The caller is not permitted to do this to this job."""
 
 
 # -- what ends or interrupts a handler's attempt ---------------------------------------------
 
 
-class JobFailed(Exception):
+class JobFailed(ErrandError):
     """Raised by a handler to fail the job now, without a retry (e.g. a non-zero exit)."""
 
 
-class JobCancelled(Exception):
+class JobCancelled(ErrandError):
     """Raised at a checkpoint once the job was asked to stop (cancel, deadline or shutdown)."""
 
 
-class LeaseLost(Exception):
+class LeaseLost(ErrandError):
     """This attempt no longer holds the job's lease: whatever it writes would be ignored."""
 
 
@@ -96,7 +100,7 @@ BOUND_NAMES: dict[str, str] = {
 them."""
 
 
-class BudgetExceeded(Exception):
+class BudgetExceeded(ErrandError):
     """A bound was exceeded; the job fails (no retry) unless the handler recovers."""
 
     def __init__(
@@ -120,7 +124,7 @@ def _num(value: float) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-class EffectInDoubt(Exception):
+class EffectInDoubt(ErrandError):
     """An earlier attempt may have done this effect and nothing can tell: the job is unknown."""
 
     def __init__(self, key: str) -> None:
@@ -129,3 +133,11 @@ class EffectInDoubt(Exception):
             f"effect {key!r} was in flight when an earlier attempt ended and has no lookup; "
             "its outcome is unknown"
         )
+
+
+class DatabaseUnavailable(ErrandError):
+    """A runtime write could not reach the database for as long as it was allowed to try.
+
+    Not the job's fault: the worker records nothing for the attempt and leaves it to lease
+    expiry and the reaper, whose rules say whether it runs again.
+    """

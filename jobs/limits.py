@@ -10,6 +10,7 @@ process, overflow a PostgreSQL type or exhaust memory (a 50,000-deep JSON value,
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from jobs.errors import InvalidParams
@@ -32,6 +33,15 @@ MAX_SECONDS = 100 * 365 * 86400.0
 """A duration (a filter or a retention period): a century."""
 MAX_BIGINT = 9_223_372_036_854_775_807  # 2^63 - 1
 """The largest id PostgreSQL stores (``bigint``)."""
+
+
+# How json.dumps writes a NUL (an escape not itself escaped), which jsonb refuses.
+_NUL_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
+
+
+def has_nul_escape(json_text: str) -> bool:
+    """Whether JSON text (as ``json.dumps`` writes it) holds a NUL, which jsonb cannot store."""
+    return _NUL_ESCAPE.search(json_text) is not None
 
 
 class InvalidInput(InvalidParams):

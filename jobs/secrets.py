@@ -130,3 +130,12 @@ def scrub_data(value: Any, *, patterns: bool = True) -> Any:
     if isinstance(value, list | tuple):
         return [scrub_data(v, patterns=patterns) for v in value]
     return value
+
+
+def redact_error(exc: BaseException, limit: int = 2000) -> dict[str, str]:
+    """An error as stored: type and message, secrets masked, cut short; never locals or
+    arguments."""
+    # PostgreSQL text and jsonb cannot hold NUL; a message carrying one (a command's output)
+    # would make the attempt's end unwritable.
+    message = scrub(str(exc)).replace("\x00", "\ufffd")
+    return {"type": type(exc).__name__, "message": message[:limit]}

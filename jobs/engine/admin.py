@@ -8,19 +8,21 @@ here changes a job's state.
 
 from __future__ import annotations
 
-from collections.abc import Collection
 from dataclasses import dataclass, field
 
 import asyncpg
 
-from jobs.engine.queries import q
-from jobs.engine.state import State
+from jobs.engine.notices import Notice
+from jobs.engine.queries import engine_queries
+
+_SQL = engine_queries()
 
 
 @dataclass
 class Gauges:
-    """What the database holds now, for ``/metrics``."""
+    """What the database holds now, for ``/metrics`` (``up`` False: it could not be read)."""
 
+    up: bool = True
     jobs: dict[tuple[str, str], int] = field(default_factory=dict)  # (state, kind) -> count
     queue_lag_seconds: float = 0.0
     outbox: dict[str, int] = field(default_factory=dict)  # pending, dead
@@ -36,12 +38,10 @@ async def read_gauges(pool: asyncpg.Pool, within: float) -> Gauges:
     out = Gauges()
     async with pool.acquire(timeout=within) as conn, conn.transaction(readonly=True):
         await conn.execute(f"SET LOCAL statement_timeout = {int(within * 1000)}")
-        for r in await conn.fetch(q("metrics_job_count_by_state_kind")):
+        for r in await _SQL.fetch(conn, "job_count_by_state_kind"):
             out.jobs[(r["state"], r["kind"])] = r["count"]
-        out.queue_lag_seconds = float(
-            await conn.fetchval(q("metrics_queue_lag"), State.QUEUED.value)
-        )
-        row = await conn.fetchrow(q("metrics_outbox"))
+        out.queue_lag_seconds = float(await _SQL.fetchval(conn, "job_queue_lag"))
+        row = await _SQL.fetchrow(conn, "notice_counts")
         assert row is not None
         out.outbox = {"pending": row["pending"], "dead": row["dead"]}
         out.outbox_oldest_pending_seconds = float(row["oldest_pending_seconds"])
@@ -50,19 +50,33 @@ async def read_gauges(pool: asyncpg.Pool, within: float) -> Gauges:
 
 async def effects_of(pool: asyncpg.Pool, job_id: int) -> list[asyncpg.Record]:
     """A job's guarded side effects, oldest first."""
-    return list(await pool.fetch(q("effect_list_by_job"), job_id))
+    return await _SQL.fetch(pool, "effect_list_by_job", job_id=job_id)
 
 
-async def notices_of(pool: asyncpg.Pool, job_id: int) -> list[asyncpg.Record]:
-    """A job's outbox notices, oldest first."""
-    return list(await pool.fetch(q("outbox_list_by_job"), job_id))
+async def notices_of(pool: asyncpg.Pool, job_id: int) -> list[Notice]:
+    """A job's notices, oldest first."""
+    return [
+        Notice.from_record(r) for r in await _SQL.fetch(pool, "notice_list_by_job", job_id=job_id)
+    ]
+
+
+NOTICE_STATUSES = ("dead", "pending", "delivered")
+"""What ``list_notices`` filters by (``None``: any)."""
 
 
 async def list_notices(
     pool: asyncpg.Pool, status: str | None, public_id: str | None, limit: int
-) -> list[asyncpg.Record]:
-    """Notices by status (``dead``, ``pending``, ``delivered``; None: any), newest first."""
-    return list(await pool.fetch(q("outbox_list"), status, public_id, limit))
+) -> list[tuple[str, str, Notice]]:
+    """Notices by status (one of :data:`NOTICE_STATUSES`; None: any), newest first, each with
+    its job's public id and kind.
+
+    Raises:
+        ValueError: an unknown status.
+    """
+    if status is not None and status not in NOTICE_STATUSES:
+        raise ValueError(f"status: one of {', '.join(NOTICE_STATUSES)} (not {status[:40]!r})")
+    rows = await _SQL.fetch(pool, "notice_list", status=status, public_id=public_id, limit=limit)
+    return [(r["public_id"], r["kind"], Notice.from_record(r)) for r in rows]
 
 
 async def retry_dead_notices(pool: asyncpg.Pool, ids: list[int] | None) -> list[int]:
@@ -73,35 +87,30 @@ async def retry_dead_notices(pool: asyncpg.Pool, ids: list[int] | None) -> list[
     """
     async with pool.acquire() as conn, conn.transaction():
         if ids is not None:
-            found = {r["id"]: r["dead"] for r in await conn.fetch(q("outbox_get_many"), ids)}
+            found = {r["id"]: r["dead"] for r in await _SQL.fetch(conn, "notice_get_many", ids=ids)}
             for notice in ids:
                 if notice not in found:
                     raise ValueError(f"no notice {notice}")
                 if not found[notice]:
                     raise ValueError(f"notice {notice} is not dead-lettered")
-        return [r["id"] for r in await conn.fetch(q("outbox_retry_dead"), ids)]
+        return [r["id"] for r in await _SQL.fetch(conn, "notice_retry_dead", ids=ids)]
 
 
 async def prunable(
-    pool: asyncpg.Pool,
-    older_than_seconds: float,
-    with_dead_notices: bool,
-    terminal: Collection[State],
-    limit: int | None = None,
+    pool: asyncpg.Pool, older_than_seconds: float, with_dead_notices: bool, limit: int | None
 ) -> list[asyncpg.Record]:
-    """Jobs in ``terminal`` states that retention lets go (id, public_id, asset paths)."""
-    states = sorted(s.value for s in terminal)
-    return list(
-        await pool.fetch(q("job_prunable"), older_than_seconds, with_dead_notices, states, limit)
+    """Terminal jobs that retention lets go (id, public_id, asset paths)."""
+    return await _SQL.fetch(
+        pool,
+        "job_prunable",
+        older_than_seconds=older_than_seconds,
+        with_dead_notices=with_dead_notices,
+        limit=limit,
     )
 
 
 async def prune_batch(
-    pool: asyncpg.Pool,
-    older_than_seconds: float,
-    with_dead_notices: bool,
-    terminal: Collection[State],
-    batch: int,
+    pool: asyncpg.Pool, older_than_seconds: float, with_dead_notices: bool, batch: int
 ) -> tuple[list[asyncpg.Record], set[int]]:
     """Delete up to ``batch`` prunable jobs in one transaction.
 
@@ -109,12 +118,9 @@ async def prune_batch(
         The jobs found prunable and the ids actually deleted (a job that moved meanwhile
         stays).
     """
-    states = sorted(s.value for s in terminal)
     async with pool.acquire() as conn, conn.transaction():
-        rows = await conn.fetch(
-            q("job_prunable"), older_than_seconds, with_dead_notices, states, batch
-        )
+        rows = await prunable(conn, older_than_seconds, with_dead_notices, batch)  # type: ignore[arg-type]
         if not rows:
             return [], set()
-        deleted = await conn.fetch(q("job_delete_many"), [r["id"] for r in rows], states)
-    return list(rows), {r["id"] for r in deleted}
+        deleted = await _SQL.fetch(conn, "job_delete_many", ids=[r["id"] for r in rows])
+    return rows, {r["id"] for r in deleted}

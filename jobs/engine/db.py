@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 
 import asyncpg
 
+from jobs.errors import DatabaseUnavailable
 from jobs.logs import get_logger
 from jobs.retry import backoff
 from jobs.settings import DatabaseSettings, default_data_dir
@@ -71,14 +72,6 @@ _REFUSALS: tuple[type[BaseException], ...] = (
     asyncpg.exceptions.UnsupportedClientFeatureError,
     asyncpg.exceptions.UnsupportedServerFeatureError,
 )
-
-
-class DatabaseUnavailable(Exception):
-    """A runtime write could not reach the database for as long as the attempt's lease lasts.
-
-    Not the job's fault: the worker records nothing for the attempt and leaves it to lease
-    expiry and the reaper, whose rules say whether it runs again.
-    """
 
 
 def is_unavailable(exc: BaseException) -> bool:

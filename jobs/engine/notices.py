@@ -1,20 +1,21 @@
-"""Outbox delivery: how a transport turns the engine's outbox rows into notices, exactly once.
+"""Notices: how a transport turns the engine's events into messages, exactly once.
 
 Every transition of a job with an ``origin`` writes its event as a notice, in the same statement
-(see ``job_transition``), and NOTIFYs ``errand_outbox``; the ``outbox`` is the view of those events
-with their delivery state (migrations/0009_notices_are_events.sql). A transport (the Discord bot)
-claims a job's pending rows with a lease, delivers them in order, and records the id of what it
-created; a failed delivery is retried with exponential backoff (jittered between half the base and
-the ceiling, see :func:`retry_delay`), then dead-lettered with its reason. Leases make a crashed
-transport's rows due again. Each lease carries its owner and a token, and every write about a
-leased row is fenced by that token, as attempts are: a process that stalled past its lease while
-another took the rows over records nothing for them. The transport's own idempotency (e.g.
-Discord's ``enforce_nonce``) covers the window between its effect and :meth:`Outbox.done`.
+(see ``job_transition``), and NOTIFYs ``errand_outbox``; a notice's delivery state lives on its
+event (migrations/0009_notices_are_events.sql). A transport (the Discord bot) claims a job's
+pending notices with a lease, delivers them in order, and records the id of what it created; a
+failed delivery is retried with exponential backoff (jittered between half the base and the
+ceiling, see :func:`retry_delay`), then dead-lettered with its reason. Leases make a crashed
+transport's notices due again. Each lease carries its owner and a token, and every write about a
+leased notice is fenced by that token, as attempts are: a process that stalled past its lease
+while another took the notices over records nothing for them. The transport's own idempotency
+(e.g. Discord's ``enforce_nonce``) covers the window between its effect and :meth:`Outbox.done`.
 
 A sharded transport passes ``partition=(count, ids)``: it then delivers only the jobs whose
-``origin.partition`` modulo ``count`` is in ``ids`` (see docs/discord.md, sharding).
+partition modulo ``count`` is in ``ids`` (see docs/discord.md, sharding).
 
-This module knows nothing about any transport: rows are selected by ``origin.transport``.
+This module knows nothing about any transport: notices are selected by the job's transport, and
+each comes as a :class:`Notice`, the event's own typed columns.
 """
 
 from __future__ import annotations
@@ -27,47 +28,95 @@ from typing import Any
 
 import asyncpg
 
-from jobs.engine.queries import q
+from jobs.engine.queries import engine_queries
+from jobs.engine.state import Actor, State
 from jobs.retry import backoff
 
 OUTBOX_CHANNEL = "errand_outbox"
 """NOTIFY channel: a transition wrote a notice."""
 PROGRESS_CHANNEL = "errand_progress"
 """NOTIFY channel: a job's progress changed (payload: its public id)."""
+TOPIC = "transition"
+"""What every notice is about today: a job's transition (a label of the notice metrics)."""
+
+_SQL = engine_queries()
 
 
 @dataclass(frozen=True)
-class OutboxRow:
-    """One notice to deliver: a transition (``payload`` = from, to, reason) of one job."""
+class Notice:
+    """One notice to deliver: a transition of one job, as its event recorded it, with its
+    delivery state."""
 
     id: int
     job_id: int
-    event_id: int | None
-    topic: str
-    payload: dict[str, Any]
+    from_state: State | None
+    to_state: State
+    actor: Actor
+    reason: str | None
+    at: datetime
     attempts: int
-    created_at: datetime
+    """Delivery attempts so far (this one included, once claimed)."""
     delivered_at: datetime | None
     dead_at: datetime | None
-    last_error: str | None
+    error: str | None
+    """Why the last delivery failed."""
     external_id: str | None
+    """What the transport made of it (e.g. the Discord message id), once delivered."""
+    due_at: datetime | None = None
+    """When it is next due (its backoff, or its lease while claimed)."""
     lease_token: uuid.UUID | None = None
-    """The lease this row was claimed under; writes about it are fenced by it."""
+    """The lease this notice was claimed under; writes about it are fenced by it."""
 
     @classmethod
-    def from_record(cls, r: Any) -> OutboxRow:
-        return cls(**{k: r[k] for k in cls.__dataclass_fields__})
+    def from_record(cls, r: asyncpg.Record) -> Notice:
+        return cls(
+            id=r["id"],
+            job_id=r["job_id"],
+            from_state=State(r["from_state"]) if r["from_state"] else None,
+            to_state=State(r["to_state"]),
+            actor=Actor(r["actor"]),
+            reason=r["reason"],
+            at=r["at"],
+            attempts=r["delivery_attempts"],
+            delivered_at=r["delivered_at"],
+            dead_at=r["dead_at"],
+            error=r["delivery_error"],
+            external_id=r["external_id"],
+            due_at=r["notice_at"],
+            lease_token=r["lease_token"],
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The documented JSON shape of a notice (``errand outbox list``, ``errand job show``)."""
+        return {
+            "id": self.id,
+            "event_id": self.id,
+            "topic": TOPIC,
+            "payload": {
+                "from": self.from_state.value if self.from_state else None,
+                "to": self.to_state.value,
+                "reason": self.reason,
+            },
+            "created_at": self.at.isoformat(),
+            "available_at": self.due_at.isoformat() if self.due_at else None,
+            "attempts": self.attempts,
+            "delivered_at": self.delivered_at.isoformat() if self.delivered_at else None,
+            "dead_at": self.dead_at.isoformat() if self.dead_at else None,
+            "last_error": self.error,
+            "external_id": self.external_id,
+        }
 
     @property
-    def to_state(self) -> str | None:
-        """The state the transition went to."""
-        value = self.payload.get("to")
-        return str(value) if value is not None else None
+    def status(self) -> str:
+        """``delivered``, ``dead`` or ``pending``."""
+        if self.delivered_at is not None:
+            return "delivered"
+        return "dead" if self.dead_at is not None else "pending"
 
 
 @dataclass(frozen=True)
 class DueJob:
-    """A job with pending outbox rows."""
+    """A job with pending notices."""
 
     job_id: int
     public_id: str
@@ -80,7 +129,7 @@ def retry_delay(attempt: int, *, base: float, cap: float = 600.0) -> float:
 
 
 class Outbox:
-    """Claims, delivers, retries and dead-letters the outbox rows of one transport."""
+    """Claims, delivers, retries and dead-letters the notices of one transport."""
 
     def __init__(
         self,
@@ -103,58 +152,80 @@ class Outbox:
         self.retry_base_seconds = retry_base_seconds
 
     async def due_jobs(self, limit: int = 100) -> list[DueJob]:
-        """Jobs of this transport with rows due now, oldest first."""
+        """Jobs of this transport with notices due now, oldest first."""
         count, ids = self.partition or (0, ())
-        rows = await self.pool.fetch(
-            q("outbox_delivery_due_jobs"), self.transport, limit, count, list(ids)
+        rows = await _SQL.fetch(
+            self.pool,
+            "notice_due_jobs",
+            transport=self.transport,
+            limit=limit,
+            partitions=count,
+            mine=list(ids),
         )
         return [DueJob(r["job_id"], r["public_id"]) for r in rows]
 
-    async def claim(self, job_id: int) -> list[OutboxRow]:
-        """Lease a job's pending rows, in order; empty when none is due or another holds them."""
-        rows = await self.pool.fetch(
-            q("outbox_delivery_claim"), job_id, self.lease_seconds, self.owner
+    async def claim(self, job_id: int) -> list[Notice]:
+        """Lease a job's pending notices, in order; empty when none is due or another holds
+        them."""
+        rows = await _SQL.fetch(
+            self.pool,
+            "notice_claim",
+            job_id=job_id,
+            lease_seconds=self.lease_seconds,
+            owner=self.owner,
         )
-        return sorted((OutboxRow.from_record(r) for r in rows), key=lambda r: r.id)
+        return sorted((Notice.from_record(r) for r in rows), key=lambda n: n.id)
 
-    async def done(self, row: OutboxRow, external_id: str | None) -> bool:
+    async def done(self, notice: Notice, external_id: str | None) -> bool:
         """Record a delivery and the id of what the transport created.
 
         Returns:
-            False when the lease was lost (another process holds the row now).
+            False when the lease was lost (another process holds the notice now).
         """
-        written = await self.pool.fetchval(
-            q("outbox_delivery_done"), row.id, external_id, row.lease_token
+        written = await _SQL.fetchval(
+            self.pool,
+            "notice_done",
+            id=notice.id,
+            external_id=external_id,
+            lease_token=notice.lease_token,
         )
         return written is not None
 
-    async def release(self, rows: Sequence[OutboxRow], delay: float) -> None:
-        """Hand rows back without counting an attempt (the transport was not ready)."""
-        if rows:
-            await self.pool.execute(
-                q("outbox_delivery_release"),
-                [r.id for r in rows],
-                delay,
-                [r.lease_token for r in rows],
+    async def release(self, notices: Sequence[Notice], delay: float) -> None:
+        """Hand notices back without counting an attempt (the transport was not ready)."""
+        if notices:
+            await _SQL.execute(
+                self.pool,
+                "notice_release",
+                ids=[n.id for n in notices],
+                delay=delay,
+                lease_tokens=[n.lease_token for n in notices],
             )
 
-    async def failed(self, row: OutboxRow, error: str) -> bool:
+    async def failed(self, notice: Notice, error: str) -> bool:
         """Record a failed delivery: retry later with backoff, or dead-letter.
 
         Returns:
-            True when the row was dead-lettered (by this call, under this lease).
+            True when the notice was dead-lettered (by this call, under this lease).
         """
         error = error[:500]
-        if row.attempts >= self.max_attempts:
-            dead = await self.pool.fetchval(
-                q("outbox_delivery_dead"), row.id, error, row.lease_token
+        if notice.attempts >= self.max_attempts:
+            dead = await _SQL.fetchval(
+                self.pool, "notice_dead", id=notice.id, error=error, lease_token=notice.lease_token
             )
             return dead is not None
-        delay = retry_delay(row.attempts, base=self.retry_base_seconds)
-        await self.pool.execute(q("outbox_delivery_retry"), row.id, delay, error, row.lease_token)
+        delay = retry_delay(notice.attempts, base=self.retry_base_seconds)
+        await _SQL.execute(
+            self.pool,
+            "notice_retry",
+            id=notice.id,
+            delay=delay,
+            error=error,
+            lease_token=notice.lease_token,
+        )
         return False
 
-    async def rows(self, job_id: int) -> list[OutboxRow]:
-        """Every outbox row of a job, oldest first (for status pages)."""
-        records = await self.pool.fetch(q("outbox_delivery_by_job"), job_id)
-        return [OutboxRow.from_record(r) for r in records]
+    async def notices(self, job_id: int) -> list[Notice]:
+        """Every notice of a job, oldest first (for status pages)."""
+        records = await _SQL.fetch(self.pool, "notice_list_by_job", job_id=job_id)
+        return [Notice.from_record(r) for r in records]

@@ -11,18 +11,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from jobs.engine.state import Actor
-from jobs.engine.views import AttemptOutcome, CancelOutcome, Fence, Move, Moved
+from jobs.engine.moves import AttemptOutcome, CancelOutcome, Moved, Policy
+from jobs.engine.views import Claim
 
 
 class Observer(Protocol):
     """What an observer is told. Every method has a default that does nothing, so an observer
     subclasses this and overrides what it counts."""
 
-    def transitions_written(
-        self, actor: Actor, fence: Fence, moves: Sequence[Move], moved: Sequence[Moved]
-    ) -> None:
+    def transitions_written(self, policy: Policy, moved: Sequence[Moved]) -> None:
         """One :func:`jobs.engine.transition.transition` call wrote (or refused) ``moved``."""
+
+    def claimed(self, claims: Sequence[Claim]) -> None:
+        """A worker in this process claimed ``claims`` (``queued -> running``)."""
 
     def cancel_answered(self, answer: CancelOutcome) -> None:
         """A cancel request was answered."""
@@ -49,11 +50,14 @@ def unregister(observer: Observer) -> None:
         _observers.remove(observer)
 
 
-def transitions_written(
-    actor: Actor, fence: Fence, moves: Sequence[Move], moved: Sequence[Moved]
-) -> None:
+def transitions_written(policy: Policy, moved: Sequence[Moved]) -> None:
     for observer in _observers:
-        observer.transitions_written(actor, fence, moves, moved)
+        observer.transitions_written(policy, moved)
+
+
+def claimed(claims: Sequence[Claim]) -> None:
+    for observer in _observers:
+        observer.claimed(claims)
 
 
 def cancel_answered(answer: CancelOutcome) -> CancelOutcome:

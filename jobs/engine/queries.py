@@ -1,48 +1,135 @@
-"""Named runtime SQL: ``jobs/engine/sql/*.sql`` loaded once into a mapping of name -> query text."""
+"""Named SQL: ``-- name:`` queries with ``:name`` parameters, loaded once per folder.
+
+A query file holds queries that each start with ``-- name: NAME`` and a line or two saying what
+they do. Parameters are written ``:name`` and reach asyncpg as ``$1, $2, ...``; a call passes
+them by name (:meth:`Queries.fetch` and the other verbs), and a missing or unknown name is an
+error before anything is sent. ``{set}`` names a set of states from
+:data:`jobs.engine.policy.SQL_SETS`, written into the text as an array constant when the file is
+loaded: the planner then sees the states as values, which a partial index on them needs (a
+parameter would not do, docs/architecture.md). Nothing rewrites a query after it is loaded.
+
+Why not aiosql: its queries are methods made at run time, so mypy sees none of them, and it
+wraps every call in its own connection handling; what Errand needs of it (names, named
+parameters) is the small scanner below, and the calls stay asyncpg's own.
+"""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
+
+import asyncpg
+
+from jobs.engine.policy import SQL_SETS
 
 _HEADER = re.compile(r"^-- name: (?P<name>[a-z_]+)\s*$", re.MULTILINE)
+# What the scanner steps over whole (strings, quoted names, comments, casts) or replaces
+# (parameters, sets).
+_TOKEN = re.compile(
+    r"'(?:[^']|'')*'"
+    r'|"(?:[^"]|"")*"'
+    r"|--[^\n]*"
+    r"|::"
+    r"|:(?P<param>[a-z_][a-z0-9_]*)"
+    r"|\{(?P<set>[a-z_]+)\}"
+)
+
+Executor = asyncpg.Connection | asyncpg.pool.PoolConnectionProxy | asyncpg.Pool
+"""What runs a query: a connection, pooled or not, or a pool (which acquires one)."""
 
 
-def load_named(directory: Path) -> dict[str, str]:
-    """Every ``-- name:`` query in ``directory/*.sql``; raises on a duplicate name."""
-    found: dict[str, str] = {}
-    for path in sorted(directory.glob("*.sql")):
-        text = path.read_text()
-        marks = list(_HEADER.finditer(text))
-        for mark, nxt in zip(marks, [*marks[1:], None], strict=True):
-            body = text[mark.end() : nxt.start() if nxt else len(text)].strip()
-            if mark["name"] in found:
-                raise ValueError(f"duplicate query name {mark['name']} in {path.name}")
-            found[mark["name"]] = body
-    return found
+@dataclass(frozen=True)
+class Query:
+    """One named query: its text for asyncpg and its parameter names, in ``$n`` order."""
+
+    name: str
+    sql: str
+    params: tuple[str, ...]
+
+    def args(self, values: Mapping[str, Any]) -> list[Any]:
+        """The positional arguments for ``values`` (by name).
+
+        Raises:
+            TypeError: a parameter is missing or unknown (a programming error).
+        """
+        if len(values) != len(self.params) or not all(p in values for p in self.params):
+            missing = sorted(set(self.params) - set(values))
+            unknown = sorted(set(values) - set(self.params))
+            raise TypeError(f"{self.name}: missing {missing}, unknown {unknown}")
+        return [values[p] for p in self.params]
+
+
+def parse(name: str, text: str, sets: Mapping[str, Any]) -> Query:
+    """One query's text with ``:name`` parameters as ``$n`` and ``{set}`` constants written in."""
+    params: list[str] = []
+
+    def replace(match: re.Match[str]) -> str:
+        if match["param"]:
+            if match["param"] not in params:
+                params.append(match["param"])
+            return f"${params.index(match['param']) + 1}"
+        if match["set"]:
+            if match["set"] not in sets:
+                raise ValueError(f"{name}: no state set {{{match['set']}}}")
+            return "'{" + ",".join(sorted(str(s) for s in sets[match["set"]])) + "}'"
+        return match[0]
+
+    return Query(name, _TOKEN.sub(replace, text), tuple(params))
+
+
+class Queries(Mapping[str, Query]):
+    """The named queries of one folder of ``.sql`` files, and the verbs that run them."""
+
+    def __init__(self, directory: Path, sets: Mapping[str, Any] | None = None) -> None:
+        self._queries: dict[str, Query] = {}
+        for path in sorted(directory.glob("*.sql")):
+            text = path.read_text()
+            marks = list(_HEADER.finditer(text))
+            for mark, nxt in zip(marks, [*marks[1:], None], strict=True):
+                body = text[mark.end() : nxt.start() if nxt else len(text)].strip()
+                if mark["name"] in self._queries:
+                    raise ValueError(f"duplicate query name {mark['name']} in {path.name}")
+                self._queries[mark["name"]] = parse(mark["name"], body, sets or {})
+
+    def __getitem__(self, name: str) -> Query:
+        return self._queries[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._queries)
+
+    def __len__(self) -> int:
+        return len(self._queries)
+
+    def _call(self, name: str, params: Mapping[str, Any]) -> tuple[str, list[Any]]:
+        query = self._queries[name]
+        return query.sql, query.args(params)
+
+    async def fetch(self, conn: Executor, query: str, /, **params: Any) -> list[asyncpg.Record]:
+        """The rows of the query named ``query``."""
+        sql, args = self._call(query, params)
+        return list(await conn.fetch(sql, *args))
+
+    async def fetchrow(self, conn: Executor, query: str, /, **params: Any) -> asyncpg.Record | None:
+        """The first row of the query named ``query``, or None."""
+        sql, args = self._call(query, params)
+        return await conn.fetchrow(sql, *args)
+
+    async def fetchval(self, conn: Executor, query: str, /, **params: Any) -> Any:
+        """The first column of the first row of the query named ``query``, or None."""
+        sql, args = self._call(query, params)
+        return await conn.fetchval(sql, *args)
+
+    async def execute(self, conn: Executor, query: str, /, **params: Any) -> str:
+        """Run the query named ``query``; its status text."""
+        sql, args = self._call(query, params)
+        return await conn.execute(sql, *args)
 
 
 @cache
-def queries() -> dict[str, str]:
-    """The engine's named queries (``jobs/sql``)."""
-    return load_named(Path(__file__).parent / "sql")
-
-
-def q(name: str) -> str:
-    """The text of one named query."""
-    return queries()[name]
-
-
-def q_with_sets(name: str, **sets: Iterable[str]) -> str:
-    """One named query with each ``{key}`` written in as the array constant of ``sets[key]``
-    (``'{a,b}'``, sorted). For sets of states the planner must see as values: a statement whose
-    plan turns generic (``job_claim``, ``reaper_due``) can use a partial index on those states
-    only when they are a constant, never when they are a parameter."""
-    text = q(name)
-    for key, values in sets.items():
-        placeholder = "{" + key + "}"
-        assert placeholder in text, f"{name} has no {placeholder}"
-        text = text.replace(placeholder, "'{" + ",".join(sorted(values)) + "}'")
-    return text
+def engine_queries() -> Queries:
+    """The engine's named queries (``jobs/engine/sql``), with the state sets of the table."""
+    return Queries(Path(__file__).parent / "sql", SQL_SETS)

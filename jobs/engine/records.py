@@ -19,9 +19,10 @@ from typing import Any
 import asyncpg
 
 from jobs.engine.db import Conn
-from jobs.engine.queries import q
-from jobs.engine.state import State
+from jobs.engine.queries import engine_queries
 from jobs.errors import LeaseLost
+
+_SQL = engine_queries()
 
 
 class StepOutcome(StrEnum):
@@ -77,21 +78,38 @@ class AttemptRecords:
     async def _lock(self, conn: Conn) -> None:
         """Lock the job against state changes while this attempt writes; LeaseLost when it no
         longer holds the lease."""
-        if await conn.fetchval(q("job_lock_for_attempt"), self.job_id, self.attempt_id) is None:
+        if (
+            await _SQL.fetchval(
+                conn, "job_lock_for_attempt", job_id=self.job_id, attempt_id=self.attempt_id
+            )
+            is None
+        ):
             raise LeaseLost(self.public_id)
+
+    async def _record_intent(self, conn: Conn, key: str, has_lookup: bool) -> None:
+        await _SQL.execute(
+            conn,
+            "effect_record_intent",
+            job_id=self.job_id,
+            attempt_id=self.attempt_id,
+            key=key,
+            has_lookup=has_lookup,
+        )
 
     # -- steps and usage ------------------------------------------------------------------
 
     async def job_usage(self) -> JobUsage:
         """The job's usage and step count so far (all attempts)."""
-        row = await self.pool.fetchrow(q("job_usage_get"), self.job_id)
+        row = await _SQL.fetchrow(self.pool, "job_usage_get", job_id=self.job_id)
         if row is None:
             return JobUsage({}, 0)
         return JobUsage(dict(row["usage"] or {}), int(row["steps"]))
 
     async def step_start(self, name: str) -> tuple[int, int]:
         """Open the job's next step; returns its id and number. Raises LeaseLost."""
-        row = await self.pool.fetchrow(q("step_start"), self.job_id, self.attempt_id, name)
+        row = await _SQL.fetchrow(
+            self.pool, "step_start", job_id=self.job_id, attempt_id=self.attempt_id, name=name
+        )
         if row is None:
             raise LeaseLost(self.public_id)
         return int(row["id"]), int(row["number"])
@@ -106,8 +124,16 @@ class AttemptRecords:
     ) -> None:
         """Close a step with its usage and outcome, and write the job's usage, together."""
         async with self.pool.acquire() as conn, conn.transaction():
-            await conn.execute(q("step_end"), step_id, usage, outcome.value, error)
-            await conn.execute(q("job_set_usage"), self.job_id, self.attempt_id, job_usage)
+            await _SQL.execute(
+                conn, "step_end", id=step_id, usage=usage, outcome=outcome.value, error=error
+            )
+            await _SQL.execute(
+                conn,
+                "job_set_usage",
+                job_id=self.job_id,
+                attempt_id=self.attempt_id,
+                usage=job_usage,
+            )
 
     # -- checkpoints and time -----------------------------------------------------------
 
@@ -117,15 +143,22 @@ class AttemptRecords:
         Raises:
             LeaseLost: nothing was written.
         """
-        row = await self.pool.fetchrow(
-            q("job_save_checkpoint"), self.job_id, self.attempt_id, state, job_usage
+        row = await _SQL.fetchrow(
+            self.pool,
+            "job_save_checkpoint",
+            job_id=self.job_id,
+            attempt_id=self.attempt_id,
+            state=state,
+            usage=job_usage,
         )
         if row is None:
             raise LeaseLost(self.public_id)
 
     async def seconds_spent(self) -> float:
         """Wall time the job's earlier attempts ran (the per-job time bound covers them all)."""
-        spent = await self.pool.fetchval(q("job_seconds_spent"), self.job_id, self.attempt_id)
+        spent = await _SQL.fetchval(
+            self.pool, "attempt_seconds_spent", job_id=self.job_id, attempt_id=self.attempt_id
+        )
         return float(spent or 0.0)
 
     # -- effects --------------------------------------------------------------------------
@@ -144,7 +177,7 @@ class AttemptRecords:
         """
         async with self.pool.acquire() as conn, conn.transaction():
             await self._lock(conn)
-            row = await conn.fetchrow(q("effect_get"), self.job_id, key)
+            row = await _SQL.fetchrow(conn, "effect_get", job_id=self.job_id, key=key)
             if row is not None and row["status"] == EffectStatus.DONE:
                 return EffectBegun(done=True, outcome=row["outcome"])
             in_doubt = row is not None and row["status"] == EffectStatus.INTENT
@@ -156,29 +189,21 @@ class AttemptRecords:
             if (
                 row is not None
                 and in_doubt
-                and await conn.fetchval(
-                    q("event_resolved_retry_since"),
-                    self.job_id,
-                    row["created_at"],
-                    State.UNKNOWN.value,
-                    State.QUEUED.value,
+                and await _SQL.fetchval(
+                    conn, "event_resolved_retry_since", job_id=self.job_id, since=row["created_at"]
                 )
             ):
                 in_doubt = False
             if in_doubt:
                 return EffectBegun(in_doubt=True)
-            await conn.execute(
-                q("effect_record_intent"), self.job_id, self.attempt_id, key, has_lookup
-            )
+            await self._record_intent(conn, key, has_lookup)
         return EffectBegun()
 
     async def effect_arm(self, key: str, *, has_lookup: bool) -> None:
         """Record the intent again (a reconciled "not done" is about to run). Raises LeaseLost."""
         async with self.pool.acquire() as conn, conn.transaction():
             await self._lock(conn)
-            await conn.execute(
-                q("effect_record_intent"), self.job_id, self.attempt_id, key, has_lookup
-            )
+            await self._record_intent(conn, key, has_lookup)
 
     async def effect_end(
         self, key: str, status: EffectStatus, outcome: Any, error: str | None
@@ -186,14 +211,15 @@ class AttemptRecords:
         """Record how an effect ended. Raises LeaseLost."""
         async with self.pool.acquire() as conn, conn.transaction():
             await self._lock(conn)
-            await conn.execute(
-                q("effect_record_outcome"),
-                self.job_id,
-                key,
-                status.value,
-                outcome,
-                error,
-                self.attempt_id,
+            await _SQL.execute(
+                conn,
+                "effect_record_outcome",
+                job_id=self.job_id,
+                key=key,
+                status=status.value,
+                outcome=outcome,
+                error=error,
+                attempt_id=self.attempt_id,
             )
 
     # -- assets ---------------------------------------------------------------------------
@@ -222,15 +248,16 @@ class AttemptRecords:
             # A retry after an outage whose first try moved the file finds it in place.
             if move is not None and move[0].exists():
                 os.replace(*move)
-            row = await conn.fetchrow(
-                q("asset_put"),
-                self.job_id,
-                self.attempt_id,
-                name,
-                content_type,
-                size,
-                data,
-                str(path) if path is not None else None,
+            row = await _SQL.fetchrow(
+                conn,
+                "asset_put",
+                job_id=self.job_id,
+                attempt_id=self.attempt_id,
+                name=name,
+                content_type=content_type,
+                size=size,
+                data=data,
+                path=str(path) if path is not None else None,
             )
         if row is None:
             raise LeaseLost(self.public_id)
@@ -238,7 +265,7 @@ class AttemptRecords:
 
 async def read_asset(pool: asyncpg.Pool, job_id: int, name: str) -> bytes:
     """An asset's content. Raises KeyError when the job has no asset of that name."""
-    row = await pool.fetchrow(q("asset_get"), job_id, name)
+    row = await _SQL.fetchrow(pool, "asset_get", job_id=job_id, name=name)
     if row is None:
         raise KeyError(name)
     if row["data"] is not None:

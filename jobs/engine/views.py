@@ -1,11 +1,11 @@
-"""Read models of the job record: what ``status``, ``list`` and transports see."""
+"""Read models of the job record: what ``status``, ``list``, a worker's claim and transports
+see, each built once from the row its statement returns."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
-from enum import StrEnum
-from typing import Any, Literal
+from datetime import datetime, timedelta
+from typing import Any
 
 import asyncpg
 
@@ -218,7 +218,8 @@ class JobStatus:
 
 @dataclass(frozen=True)
 class Claim:
-    """A job a worker just claimed: what the runtime needs to run it."""
+    """A job a worker just claimed, as ``job_claim`` returns it: what the runtime needs to run
+    one attempt of it, held by that attempt's :class:`~jobs.runtime.context.Context`."""
 
     job_id: int
     public_id: str
@@ -228,104 +229,25 @@ class Claim:
     attempt: int
     max_attempts: int
     deadline_at: datetime | None
-    # Attempts so far that used up one of max_attempts (handler failures, counted crashes).
     failures: int = 0
-    # What the handler saved with ctx.checkpoint(state) in an earlier attempt, or None.
+    """Attempts so far that used up one of max_attempts (handler failures, counted crashes)."""
     resume_state: Any = None
+    """What the handler saved with ``ctx.checkpoint(state)`` in an earlier attempt, or None."""
+    since_due: timedelta | None = None
+    """How long the job had been due when it was claimed (its wait to start)."""
 
-
-class CancelResult(StrEnum):
-    """What a cancel request did to the job."""
-
-    CANCELLED = "cancelled"
-    """It was queued (or forced) and is now cancelled."""
-    CANCELLING = "cancelling"
-    """It was running; the attempt was told to stop."""
-    ALREADY_CANCELLING = "already_cancelling"
-    """A cancel was already under way; nothing changed."""
-    TOO_LATE = "too_late"
-    """It had already ended; nothing changed."""
-
-
-@dataclass(frozen=True)
-class CancelOutcome:
-    """What a cancel request did."""
-
-    job: JobView
-    outcome: CancelResult
-    changed: bool
-
-
-class AttemptOutcome(StrEnum):
-    """How an attempt ended (the ``attempt.outcome`` column)."""
-
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    RETRY = "retry"
-    CANCELLED = "cancelled"
-    UNKNOWN = "unknown"
-    RELEASED = "released"
-    """Handed back by a stopping worker; the job is queued again."""
-    ABANDONED = "abandoned"
-    """Its lease expired (its worker stopped heartbeating: a crash); the reaper ended it."""
-    LEASE_LOST = "lease_lost"
-    """Its lease expired while the database was down (it restarted after the last heartbeat)."""
-    REVOKED = "revoked"
-    """A forced cancel or the cancel grace ended it while it ran."""
-
-
-class ResolveAs(StrEnum):
-    """How a person settles an ``unknown`` job."""
-
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    RETRY = "retry"
-    CANCELLED = "cancelled"
-
-
-Verdict = Literal["cancelling", "lost"]
-"""A heartbeat's answer for an attempt that must stop: a cancel was requested (``cancelling``), or
-the attempt no longer holds the lease (``lost``)."""
-
-Fence = Literal["attempt", "claim", "none"]
-
-
-@dataclass(frozen=True)
-class Move:
-    """One planned edge: from ``source`` to ``target``; ``outcome`` ends the live attempt.
-
-    ``charge`` uses up one of the job's ``max_attempts`` (``failures`` + 1): set only for a
-    handler failure, or a crash of a kind that counts crashes (docs/state-machine.md).
-    """
-
-    source: State
-    target: State
-    reason: str | None = None
-    outcome: AttemptOutcome | None = None
-    charge: bool = False
-
-
-@dataclass(frozen=True)
-class Row:
-    """One job to move, with what the writer brings."""
-
-    job_id: int
-    attempt_id: int | None = None
-    reason: str | None = None
-    result: Any = None
-    error: Any = None
-    run_at: datetime | None = None
-
-
-@dataclass(frozen=True)
-class Moved:
-    """What happened to one row."""
-
-    job_id: int
-    source: State
-    target: State | None  # None: the job did not move
-    record: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def ok(self) -> bool:
-        return self.target is not None
+    @classmethod
+    def from_record(cls, r: asyncpg.Record) -> Claim:
+        return cls(
+            job_id=r["id"],
+            public_id=r["public_id"],
+            kind=r["kind"],
+            params=r["params"],
+            attempt_id=r["current_attempt_id"],
+            attempt=r["attempts"],
+            max_attempts=r["max_attempts"],
+            deadline_at=r["deadline_at"],
+            failures=r["failures"],
+            resume_state=r["checkpoint"],
+            since_due=r["since_due"],
+        )

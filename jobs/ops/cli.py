@@ -28,10 +28,10 @@ import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 import jobs.limits as limits
-from jobs.engine.db import UNAVAILABLE, DatabaseUnavailable
+from jobs.engine.db import UNAVAILABLE
 from jobs.engine.state import Actor, State
 from jobs.engine.views import JobStatus
-from jobs.errors import ErrandError, UnknownKind
+from jobs.errors import DatabaseUnavailable, ErrandError, Refused, UnknownKind
 from jobs.secrets import register_settings, scrub
 
 if TYPE_CHECKING:
@@ -261,7 +261,7 @@ def with_engine(fn: Callable[[Engine], Awaitable[T]], *, kinds: bool = False) ->
 
     try:
         return asyncio.run(main())
-    except (ErrandError, ValueError) as exc:
+    except (Refused, ValueError) as exc:
         fail(str(exc))
     except _UNREACHABLE as exc:
         cause = exc.__cause__ if isinstance(exc, DatabaseUnavailable) and exc.__cause__ else exc
@@ -703,7 +703,7 @@ def outbox_list(
     rows = with_engine(lambda e: list_notices(e.pool, status=wanted, job=job, limit=limit))
     text = (
         "\n".join(
-            f"{r['id']} {r['public_id']} {r['topic']}->{(r['payload'] or {}).get('to')} "
+            f"{r['id']} {r['public_id']} {r['topic']}->{r['payload']['to']} "
             f"attempts={r['attempts']} "
             + ("delivered" if r["delivered_at"] else "dead" if r["dead_at"] else "pending")
             + (f": {r['last_error']}" if r["last_error"] else "")

@@ -27,7 +27,6 @@ from typing import Any
 import asyncpg
 
 from jobs.engine import admin
-from jobs.engine.state import TERMINAL
 from jobs.engine.store import JobStore
 from jobs.engine.views import JobStatus, jsonable
 from jobs.logs import get_logger
@@ -138,53 +137,42 @@ async def timeline(store: JobStore, public_id: str) -> Timeline:
         if e["completed_at"] is not None:
             entries.append(Entry(e["completed_at"], "effect", f"effect {e['key']}: {e['status']}"))
     for n in notices:
-        entries.append(
-            Entry(
-                n["created_at"],
-                "notice",
-                f"notice {n['id']} ({n['topic']} -> {n['payload'].get('to')}) queued",
-            )
-        )
-        if n["delivered_at"] is not None:
+        entries.append(Entry(n.at, "notice", f"notice {n.id} (transition -> {n.to_state}) queued"))
+        if n.delivered_at is not None:
             entries.append(
                 Entry(
-                    n["delivered_at"],
+                    n.delivered_at,
                     "notice",
-                    f"notice {n['id']} delivered"
-                    + (f" as {n['external_id']}" if n["external_id"] else ""),
+                    f"notice {n.id} delivered" + (f" as {n.external_id}" if n.external_id else ""),
                 )
             )
-        elif n["dead_at"] is not None:
+        elif n.dead_at is not None:
             entries.append(
                 Entry(
-                    n["dead_at"],
+                    n.dead_at,
                     "notice",
-                    f"notice {n['id']} dead-lettered after {n['attempts']} "
-                    f"attempts: {n['last_error']}",
+                    f"notice {n.id} dead-lettered after {n.attempts} attempts: {n.error}",
                 )
             )
     order = {"event": 0, "attempt": 1, "step": 2, "effect": 3, "notice": 4}
     entries.sort(key=lambda e: (e.at, order[e.what]))
-    return Timeline(status, [jsonable(e) for e in effects], [jsonable(n) for n in notices], entries)
+    return Timeline(status, [jsonable(e) for e in effects], [n.to_json() for n in notices], entries)
 
 
 # -- the outbox's dead letters ---------------------------------------------------------------
-
-NOTICE_STATUSES = ("dead", "pending", "delivered")
 
 
 async def list_notices(
     pool: asyncpg.Pool, *, status: str | None = "dead", job: str | None = None, limit: int = 50
 ) -> list[dict[str, Any]]:
-    """Outbox notices, newest first; ``status`` one of dead, pending, delivered or None (all).
+    """Notices, newest first, in their documented JSON shape with their job's public id and
+    kind; ``status`` one of dead, pending, delivered or None (all).
 
     Raises:
         ValueError: an unknown status.
     """
-    if status is not None and status not in NOTICE_STATUSES:
-        raise ValueError(f"bad status {status!r}: use one of {', '.join(NOTICE_STATUSES)}")
     rows = await admin.list_notices(pool, status, job.lower() if job else None, limit)
-    return [jsonable(r) for r in rows]
+    return [{"public_id": p, "kind": k, **n.to_json()} for p, k, n in rows]
 
 
 async def retry_notices(pool: asyncpg.Pool, ids: list[int] | None) -> list[int]:
@@ -264,14 +252,12 @@ async def prune(
         batch: jobs per delete statement.
     """
     if dry_run:
-        rows = await admin.prunable(pool, older_than_seconds, with_dead_notices, TERMINAL)
+        rows = await admin.prunable(pool, older_than_seconds, with_dead_notices, None)
         return Pruned(len(rows), [r["public_id"] for r in rows[:100]], 0, True)
     total, files = 0, 0
     names: list[str] = []
     while True:
-        rows, gone = await admin.prune_batch(
-            pool, older_than_seconds, with_dead_notices, TERMINAL, batch
-        )
+        rows, gone = await admin.prune_batch(pool, older_than_seconds, with_dead_notices, batch)
         if not rows:
             break
         total += len(gone)

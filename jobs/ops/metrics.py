@@ -20,7 +20,6 @@ answers, 429s and 5xx, seen through its ``http_trace``) and by delivery (network
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -38,9 +37,10 @@ from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
 
 from jobs.engine import observe
-from jobs.engine.admin import read_gauges
-from jobs.engine.state import Actor, State
-from jobs.engine.views import AttemptOutcome, CancelOutcome, Fence, Move, Moved
+from jobs.engine.admin import Gauges, read_gauges
+from jobs.engine.moves import AttemptOutcome, CancelOutcome, Moved, Policy
+from jobs.engine.state import State
+from jobs.engine.views import Claim
 
 if TYPE_CHECKING:
     import asyncpg
@@ -152,26 +152,27 @@ def _child(metric: Counter | Gauge | Histogram, *labels: str) -> Any:
 class EngineMetrics(observe.Observer):
     """Counts what the engine and the worker of this process did."""
 
-    def transitions_written(
-        self, actor: Actor, fence: Fence, moves: Sequence[Move], moved: Sequence[Moved]
-    ) -> None:
-        outcome_by_source = {m.source: m.outcome for m in moves}
+    def transitions_written(self, policy: Policy, moved: Sequence[Moved]) -> None:
+        outcome_by_source = {m.source: m.outcome for m in policy.moves}
         edges: dict[tuple[str, str], int] = {}
         for m in moved:
             if m.target is None:
-                if fence == "attempt":  # kept as an ignored event
-                    _child(STALE_WRITES, actor.value).inc()
+                if policy.fence == "attempt":  # kept as an ignored event
+                    _child(STALE_WRITES, policy.actor.value).inc()
                 continue
             edge = (m.source.value, m.target.value)
             edges[edge] = edges.get(edge, 0) + 1
             if outcome_by_source.get(m.source) in _LEASE_EXPIRED:
-                _child(LEASE_EXPIRIES, str(m.record.get("kind"))).inc()
-            if m.target is State.RUNNING and m.record.get("since_due") is not None:
-                _child(START_LATENCY, str(m.record["kind"])).observe(
-                    max(0.0, m.record["since_due"].total_seconds())
-                )
+                _child(LEASE_EXPIRIES, str(m.kind)).inc()
         for (source, target), count in edges.items():  # one count per edge, not per job
-            _child(TRANSITIONS, source, target, actor.value).inc(count)
+            _child(TRANSITIONS, source, target, policy.actor.value).inc(count)
+
+    def claimed(self, claims: Sequence[Claim]) -> None:
+        for c in claims:
+            if c.since_due is not None:
+                _child(START_LATENCY, c.kind).observe(max(0.0, c.since_due.total_seconds()))
+        if claims:
+            _child(TRANSITIONS, State.QUEUED.value, State.RUNNING.value, "worker").inc(len(claims))
 
     def cancel_answered(self, answer: CancelOutcome) -> None:
         _child(CANCELS, str(answer.outcome)).inc()
@@ -217,23 +218,12 @@ def notice_dead_lettered(topic: str) -> None:
 # -- database gauges, read at scrape time ----------------------------------------------------
 
 
-@dataclass
-class Snapshot:
-    """What the database holds, as last read by :meth:`DatabaseCollector.refresh`."""
-
-    up: bool = False
-    jobs: dict[tuple[str, str], int] = field(default_factory=dict)
-    queue_lag_seconds: float = 0.0
-    outbox: dict[str, int] = field(default_factory=dict)
-    outbox_oldest_pending_seconds: float = 0.0
-
-
 class DatabaseCollector(Collector):
     """Gauges computed from PostgreSQL; :meth:`refresh` before each render."""
 
     def __init__(self, kinds: Iterable[str] = ()) -> None:
         self.kinds = sorted(kinds)
-        self.snapshot = Snapshot()
+        self.snapshot = Gauges(up=False)
 
     async def refresh(self, pool: asyncpg.Pool, within: float = 5.0) -> None:
         """Read the gauges; on a database error the snapshot says ``up = False``."""
@@ -242,15 +232,9 @@ class DatabaseCollector(Collector):
         try:
             gauges = await read_gauges(pool, within)
         except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError):
-            self.snapshot = Snapshot(up=False)
+            self.snapshot = Gauges(up=False)
             return
-        self.snapshot = Snapshot(
-            up=True,
-            jobs=gauges.jobs,
-            queue_lag_seconds=gauges.queue_lag_seconds,
-            outbox=gauges.outbox,
-            outbox_oldest_pending_seconds=gauges.outbox_oldest_pending_seconds,
-        )
+        self.snapshot = gauges
 
     def collect(self) -> Iterator[Metric]:
         snap = self.snapshot

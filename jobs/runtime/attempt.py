@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from jobs.engine.db import ride_out
 from jobs.engine.records import AttemptRecords
 from jobs.engine.store import JobStore
+from jobs.engine.views import Claim
 from jobs.errors import JobCancelled
 from jobs.logs import structlog_module
 
@@ -41,24 +42,11 @@ class StopReason(StrEnum):
 class Attempt:
     """One attempt's identity, its fenced records, its log and its stop signal."""
 
-    def __init__(
-        self,
-        *,
-        store: JobStore,
-        job_id: int,
-        public_id: str,
-        attempt_id: int,
-        attempt: int,
-        kind: str,
-        write_within: float = 30.0,
-    ) -> None:
+    def __init__(self, claim: Claim, *, store: JobStore, write_within: float = 30.0) -> None:
+        self.claim = claim
+        """The job and attempt this is, as the claim returned them."""
         self.store = store
-        self.job_id = job_id
-        self.public_id = public_id
-        self.attempt_id = attempt_id
-        self.attempt = attempt
-        self.kind = kind
-        self.records = AttemptRecords(store.pool, job_id, attempt_id, public_id)
+        self.records = AttemptRecords(store.pool, claim.job_id, claim.attempt_id, claim.public_id)
         self.cancelled = asyncio.Event()
         """Set when this attempt must stop; a handler may await it directly."""
         self.stop_reason: StopReason | None = None
@@ -75,6 +63,29 @@ class Attempt:
         self.write_within = write_within
         self.effects_ran: set[str] = set()
         """Keys of effects whose ``do`` ran in this attempt (an own intent is then in doubt)."""
+
+    @property
+    def job_id(self) -> int:
+        return self.claim.job_id
+
+    @property
+    def public_id(self) -> str:
+        """The job's public id."""
+        return self.claim.public_id
+
+    @property
+    def attempt_id(self) -> int:
+        """This attempt's id: the fencing token of every write it makes."""
+        return self.claim.attempt_id
+
+    @property
+    def attempt(self) -> int:
+        """This attempt's number (1 for the first run; every start counts)."""
+        return self.claim.attempt
+
+    @property
+    def kind(self) -> str:
+        return self.claim.kind
 
     @property
     def log(self) -> FilteringBoundLogger:

@@ -7,15 +7,17 @@ import asyncio
 import contextvars
 import functools
 import json
-import re
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar, overload
 
-from jobs.engine.db import UNAVAILABLE, DatabaseUnavailable
+import jobs.limits as limits
+from jobs.engine.db import UNAVAILABLE
 from jobs.engine.store import JobStore
+from jobs.engine.views import Claim
+from jobs.errors import DatabaseUnavailable
 from jobs.runtime.asset import AssetRef, put_asset
 from jobs.runtime.attempt import Attempt
 from jobs.runtime.budget import Budget, Meter, Usage
@@ -28,9 +30,6 @@ _NOT_WRITTEN: tuple[type[BaseException], ...] = (*UNAVAILABLE, DatabaseUnavailab
 
 P = ParamSpec("P")
 T = TypeVar("T")
-
-# How json.dumps writes a NUL (an escape not itself escaped), which jsonb refuses.
-_NUL_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 
 CHECKPOINT_LIMIT = 1024 * 1024
 """Bytes of JSON a checkpoint may hold: it is small state, not data (keep data in assets)."""
@@ -52,28 +51,15 @@ class Context(Attempt):
 
     def __init__(
         self,
+        claim: Claim,
         *,
         store: JobStore,
-        job_id: int,
-        public_id: str,
-        attempt_id: int,
-        attempt: int,
-        kind: str,
         budget: Budget | None = None,
         assets_dir: Path | None = None,
-        resume_state: Any = None,
         write_within: float = 30.0,
     ) -> None:
-        super().__init__(
-            store=store,
-            job_id=job_id,
-            public_id=public_id,
-            attempt_id=attempt_id,
-            attempt=attempt,
-            kind=kind,
-            write_within=write_within,
-        )
-        self.resume_state: Any = resume_state
+        super().__init__(claim, store=store, write_within=write_within)
+        self.resume_state: Any = claim.resume_state
         """What the last ``await ctx.checkpoint(state)`` of an earlier attempt saved; None on a
         fresh start. A handler resumes from it (see docs/kinds.md, "Resuming")."""
         self._progress: dict[str, Any] | None = None
@@ -117,7 +103,7 @@ class Context(Attempt):
             text = json.dumps(state, allow_nan=False)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"checkpoint state must be JSON: {exc}") from None
-        if len(text.encode()) > CHECKPOINT_LIMIT or _NUL_ESCAPE.search(text):
+        if len(text.encode()) > CHECKPOINT_LIMIT or limits.has_nul_escape(text):
             raise ValueError(
                 f"checkpoint state is {len(text.encode())} bytes (at most {CHECKPOINT_LIMIT}, "
                 "no NUL); keep large data in assets"

@@ -1,5 +1,5 @@
 """How the worker runs one handler: inside the job's wall-time bound, and how its end becomes a
-:class:`~jobs.engine.store.Finish` (the worker records it through the store and the
+:class:`~jobs.engine.moves.Finish` (the worker records it through the store and the
 transition table).
 
 | the handler...                         | the attempt ends as                                |
@@ -25,29 +25,37 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from jobs.engine.db import DatabaseUnavailable
-from jobs.engine.store import Finish, redact_error
-from jobs.engine.views import AttemptOutcome, Claim
-from jobs.errors import BudgetExceeded, EffectInDoubt, JobCancelled, JobFailed, LeaseLost
+import jobs.limits as limits
+from jobs.engine.moves import AttemptOutcome, Finish
+from jobs.engine.policy import STOPPED_MID_RUN
+from jobs.errors import (
+    BudgetExceeded,
+    DatabaseUnavailable,
+    EffectInDoubt,
+    JobCancelled,
+    JobFailed,
+    LeaseLost,
+)
 from jobs.retry import backoff
 from jobs.runtime.attempt import StopReason
 from jobs.runtime.context import Context
 from jobs.runtime.registry import Kind
+from jobs.secrets import redact_error
 
-# How json.dumps writes a NUL (an escape not itself escaped), which jsonb refuses.
-_NUL_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
+
+def _end(ctx: Context, outcome: AttemptOutcome, **how: Any) -> Finish:
+    return Finish(ctx.job_id, ctx.attempt_id, outcome=outcome, **how)
 
 
 async def execute(
-    spec: Kind, claim: Claim, ctx: Context, *, retry_base: float = 1.0, retry_cap: float = 300.0
+    spec: Kind, ctx: Context, *, retry_base: float = 1.0, retry_cap: float = 300.0
 ) -> Finish:
-    """Run ``spec``'s handler for ``claim`` and say how the attempt ended."""
-    ids = (claim.job_id, claim.attempt_id)
+    """Run ``spec``'s handler for the attempt ``ctx`` and say how the attempt ended."""
+    claim = ctx.claim
     task = asyncio.current_task()
     try:
         deadline: asyncio.Timeout | None = None
@@ -79,10 +87,10 @@ async def execute(
         if task is None or not ctx.cancel_delivered or task.uncancel() > 0:
             raise
         await ctx.flush()
-        return stopped(spec, claim, ctx)
+        return stopped(spec, ctx)
     except (JobCancelled, LeaseLost):
         await ctx.flush()
-        return stopped(spec, claim, ctx)
+        return stopped(spec, ctx)
     except DatabaseUnavailable:
         raise  # not the job's fault: the worker leaves the attempt to the reaper
     except BudgetExceeded as exc:
@@ -95,17 +103,17 @@ async def execute(
             "used": exc.used,
             "limit": exc.limit,
         }
-        return Finish(*ids, AttemptOutcome.FAILED, error=error, reason=str(exc))
+        return _end(ctx, AttemptOutcome.FAILED, error=error, reason=str(exc))
     except EffectInDoubt as exc:
         await ctx.flush()
         ctx.log.warning("job.effect_in_doubt", key=exc.key)
         doubt = redact_error(exc)  # the effect's key is the kind's text: scrubbed like any error
-        return Finish(*ids, AttemptOutcome.UNKNOWN, error=doubt, reason=doubt["message"][:500])
+        return _end(ctx, AttemptOutcome.UNKNOWN, error=doubt, reason=doubt["message"][:500])
     except JobFailed as exc:
         await ctx.flush()
         failure = redact_error(exc)
         ctx.log.warning("job.attempt_failed", error=failure["message"])
-        return Finish(*ids, AttemptOutcome.FAILED, error=failure, reason=failure["message"][:500])
+        return _end(ctx, AttemptOutcome.FAILED, error=failure, reason=failure["message"][:500])
     except Exception as exc:
         await ctx.flush()
         failure = redact_error(exc)
@@ -115,8 +123,8 @@ async def execute(
         if spec.retry_safe and claim.failures + 1 < claim.max_attempts:
             delay = backoff(claim.failures + 1, base=retry_base, cap=retry_cap)
             run_at = datetime.now(UTC) + timedelta(seconds=delay)
-            return Finish(*ids, AttemptOutcome.RETRY, error=failure, reason=reason, run_at=run_at)
-        return Finish(*ids, AttemptOutcome.FAILED, error=failure, reason=reason)
+            return _end(ctx, AttemptOutcome.RETRY, error=failure, reason=reason, run_at=run_at)
+        return _end(ctx, AttemptOutcome.FAILED, error=failure, reason=reason)
     await ctx.flush()
     refused = _unstorable(result)
     if refused is not None:
@@ -124,29 +132,21 @@ async def execute(
         # finish, taking the other outcomes of the batch (and the flush loop) down with it.
         ctx.log.warning("job.result_unstorable", error=refused)
         message = f"result cannot be stored as JSON: {refused}"
-        return Finish(
-            *ids,
-            AttemptOutcome.FAILED,
-            error={"type": "UnstorableResult", "message": message},
-            reason=message,
-        )
-    return Finish(*ids, AttemptOutcome.SUCCEEDED, result=result)
+        error = {"type": "UnstorableResult", "message": message}
+        return _end(ctx, AttemptOutcome.FAILED, error=error, reason=message)
+    return _end(ctx, AttemptOutcome.SUCCEEDED, result=result)
 
 
-STOPPED_MID_RUN = "worker stopped mid-run"
-
-
-def stopped(spec: Kind, claim: Claim, ctx: Context) -> Finish:
+def stopped(spec: Kind, ctx: Context) -> Finish:
     """How an attempt that stopped on request ends: cancelled, or on a worker shutdown released
     for another worker (a release uses up no attempt) only when the kind is safe to run again
     from the start or the job saved a checkpoint to resume from; otherwise the job ends
     ``unknown``, since nobody knows how far it got."""
-    ids = (claim.job_id, claim.attempt_id)
     if ctx.stop_reason is not StopReason.SHUTDOWN:
-        return Finish(*ids, AttemptOutcome.CANCELLED)
+        return _end(ctx, AttemptOutcome.CANCELLED)
     if spec.retry_safe or ctx.resume_state is not None:
-        return Finish(*ids, AttemptOutcome.RELEASED)
-    return Finish(*ids, AttemptOutcome.RELEASED, reason=STOPPED_MID_RUN, mid_run=True)
+        return _end(ctx, AttemptOutcome.RELEASED)
+    return _end(ctx, AttemptOutcome.RELEASED, reason=STOPPED_MID_RUN, mid_run=True)
 
 
 def _unstorable(result: Any) -> str | None:
@@ -157,6 +157,6 @@ def _unstorable(result: Any) -> str | None:
         text = json.dumps(result, allow_nan=False)
     except (TypeError, ValueError) as exc:
         return str(exc)[:200]
-    if _NUL_ESCAPE.search(text):
+    if limits.has_nul_escape(text):
         return "text contains a NUL character"
     return None

@@ -21,17 +21,19 @@ from typing import Any
 import asyncpg
 
 from jobs.engine import observe
-from jobs.engine.db import UNAVAILABLE, DatabaseUnavailable, connect, is_unavailable
+from jobs.engine.db import UNAVAILABLE, connect, is_unavailable
 from jobs.engine.ids import incarnation
-from jobs.engine.store import Finish, JobStore
+from jobs.engine.moves import Finish
+from jobs.engine.store import JobStore
 from jobs.engine.views import Claim
+from jobs.errors import DatabaseUnavailable
 from jobs.logs import bind_contextvars, get_logger
 from jobs.retry import backoff
 from jobs.runtime.attempt import StopReason
 from jobs.runtime.budget import Budget
 from jobs.runtime.context import Context
 from jobs.runtime.execute import execute, stopped
-from jobs.runtime.registry import Registry
+from jobs.runtime.registry import Kind, Registry
 from jobs.settings import BudgetSettings, WorkerSettings, default_data_dir
 from jobs.tasks import supervise
 
@@ -75,7 +77,6 @@ def _retry_in(failures: int) -> float:
 
 @dataclass
 class _Running:
-    claim: Claim
     ctx: Context
     task: asyncio.Task[None]
     stop_sent: bool = False  # the task was cancelled once by the shutdown
@@ -212,7 +213,7 @@ class Worker:
                 self._stop_running()
                 await self._wait_running(None, 1.0)  # those that stop at once are recorded
                 self._abandoning = True
-                self.abandoned = [item.claim.public_id for item in self.running.values()]
+                self.abandoned = [item.ctx.public_id for item in self.running.values()]
                 for item in list(self.running.values()):
                     item.task.cancel()
                 await self._wait_running(None, 0.5)
@@ -368,7 +369,8 @@ class Worker:
         """Renew leases; stop attempts that were cancelled or lost their lease."""
         # Attempts whose end is not written yet keep their lease too (an outage keeps them
         # here); any other attempt of this worker is one nobody will end: let it expire.
-        ids = [*self.running, *(f.attempt_id for f in (*self._finished, *self._writing))]
+        ending = (f.attempt_id for f in (*self._finished, *self._writing))
+        ids = [*self.running, *(a for a in ending if a is not None)]
         verdicts = await self.store.heartbeat(self.name, self.settings.lease_seconds, ids)
         for attempt_id, verdict in verdicts.items():
             item = self.running.get(attempt_id)
@@ -377,7 +379,7 @@ class Worker:
             if verdict == "cancelling":
                 item.ctx.request_stop(StopReason.CANCEL)
             elif verdict == "lost":
-                log.warning("job.lease_lost", job_id=item.claim.public_id, attempt_id=attempt_id)
+                log.warning("job.lease_lost", job_id=item.ctx.public_id, attempt_id=attempt_id)
                 item.ctx.request_stop(StopReason.LOST)
                 item.task.cancel()
 
@@ -453,40 +455,41 @@ class Worker:
     # -- one job --------------------------------------------------------------------------
 
     def _start(self, claim: Claim) -> None:
-        spec = self.registry.get(claim.kind)
+        spec = self.registry.get(claim.kind)  # once per job: the claim's kind, to its end
         ctx = Context(
+            claim,
+            store=self.store,
             budget=self.budget.tighten(spec.budget),
             assets_dir=self.assets_dir,
-            store=self.store,
-            job_id=claim.job_id,
-            public_id=claim.public_id,
-            attempt_id=claim.attempt_id,
-            attempt=claim.attempt,
-            kind=claim.kind,
-            resume_state=claim.resume_state,
             write_within=self.settings.lease_seconds,
         )
-        task = asyncio.create_task(self._run(claim, ctx), name=f"job:{claim.public_id}")
-        self.running[claim.attempt_id] = _Running(claim, ctx, task)
+        task = asyncio.create_task(self._run(spec, ctx), name=f"job:{claim.public_id}")
+        self.running[claim.attempt_id] = _Running(ctx, task)
         if self._early_cancels.pop(claim.attempt_id, None) is not None:
             ctx.request_stop(StopReason.CANCEL)
 
-    async def _run(self, claim: Claim, ctx: Context) -> None:
-        bind_contextvars(job_id=claim.public_id, attempt_id=claim.attempt_id)
-        observe.attempt_started(claim.kind)
+    async def _run(self, spec: Kind, ctx: Context) -> None:
+        bind_contextvars(job_id=ctx.public_id, attempt_id=ctx.attempt_id)
+        observe.attempt_started(ctx.kind)
         started = time.monotonic()
         finish: Finish | None = None
         try:
-            finish = await self._execute(claim, ctx)
+            # Budgets, effects in doubt and failures map to outcomes in jobs/runtime/execute.py.
+            finish = await execute(
+                spec,
+                ctx,
+                retry_base=self.settings.retry_base_seconds,
+                retry_cap=self.settings.retry_cap_seconds,
+            )
         except asyncio.CancelledError:
             # Cancelled by the runtime (shutdown, hard stop, lost lease); when the lease was lost
             # there is nothing left to record.
             if ctx.stop_reason is not StopReason.LOST:
-                finish = stopped(self.registry.get(claim.kind), claim, ctx)
+                finish = stopped(spec, ctx)
         except DatabaseUnavailable as exc:
             # The runtime could not write about the job for a whole lease: not the job's fault.
             # Nothing is recorded; the lease expires and the reaper applies its rules.
-            log.warning("job.left_to_reaper", job_id=claim.public_id, error=str(exc))
+            log.warning("job.left_to_reaper", job_id=ctx.public_id, error=str(exc))
         finally:
             # The attempt (and its lease) is kept until every thread the handler started has
             # returned: releasing it earlier would let another worker run the job alongside.
@@ -497,9 +500,9 @@ class Worker:
                     continue
             if self._abandoning:
                 finish = None  # a hard stop: left to lease expiry and the reaper
-            self.running.pop(claim.attempt_id, None)
+            self.running.pop(ctx.attempt_id, None)
             observe.attempt_ended(
-                claim.kind, finish.outcome if finish else None, time.monotonic() - started
+                ctx.kind, finish.outcome if finish else None, time.monotonic() - started
             )
             if finish is not None:
                 self._finished.append(finish)
@@ -507,13 +510,3 @@ class Worker:
             # The slot is free: claim again now, while the flush loop writes this end, rather
             # than after it (a claim and a finish then run at once, on two connections).
             self._wake.set()
-
-    async def _execute(self, claim: Claim, ctx: Context) -> Finish:
-        # Budgets, effects in doubt and failures map to outcomes in jobs/runtime/execute.py.
-        return await execute(
-            self.registry.get(claim.kind),
-            claim,
-            ctx,
-            retry_base=self.settings.retry_base_seconds,
-            retry_cap=self.settings.retry_cap_seconds,
-        )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from bot.client import ErrandBot
-from jobs.engine.store import Finish
+from jobs.engine.moves import Finish
 from jobs.runtime.context import Context
 from jobs.runtime.registry import kind
 from tests.support.polling import poll

@@ -112,9 +112,10 @@ async def test_a_bulk_submit_with_one_bad_row_creates_nothing(
     store: JobStore, pool: asyncpg.Pool
 ) -> None:
     rows = [Submission("noop"), Submission("sleep", {"seconds": 1}), Submission("sleep", {"x": 1})]
-    with pytest.raises(InvalidParams, match="row 2"):
+    # The bad row is named counted from 1, as a file's lines are.
+    with pytest.raises(InvalidParams, match="row 3"):
         await store.submit_many(rows)
-    with pytest.raises(UnknownKind, match="row 1"):
+    with pytest.raises(UnknownKind, match="row 2"):
         await store.submit_many([Submission("noop"), Submission("nope")])
     assert await pool.fetchval("SELECT count(*) FROM job") == 0
 
@@ -130,7 +131,7 @@ async def test_a_bulk_submit_that_reuses_a_key_for_another_request_creates_nothi
         await store.submit_many(
             [Submission("noop"), Submission("sleep", {"seconds": 2}, idempotency_key="k")]
         )
-    with pytest.raises(InvalidParams, match="row 1"):
+    with pytest.raises(InvalidParams, match="row 2: idempotency key 'j' is used by row 1"):
         await store.submit_many(
             [
                 Submission("sleep", {"seconds": 3}, idempotency_key="j"),

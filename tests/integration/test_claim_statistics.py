@@ -10,8 +10,8 @@ import asyncpg
 import pytest
 
 import jobs.runtime.worker as worker_module
+from jobs.engine.queries import engine_queries
 from jobs.engine.store import JobStore, Submission
-from jobs.engine.transition import _claim_sql
 from jobs.runtime.registry import Registry
 from tests.support.polling import poll
 from tests.support.rows import every_connection
@@ -50,8 +50,13 @@ async def test_a_worker_has_the_job_table_analyzed_at_start_and_when_a_backlog_o
     # With the statistics of a backlog, the claim reads the first due jobs off job_claimable.
     await store.submit_many([Submission("noop", {}, "r") for _ in range(3000)])
     await pool.execute("ANALYZE job")
+    claim = engine_queries()["job_claim"]
     plan = "\n".join(
-        r[0] for r in await pool.fetch("EXPLAIN " + _claim_sql(), "w", 60.0, 100, ["noop"])
+        r[0]
+        for r in await pool.fetch(
+            "EXPLAIN " + claim.sql,
+            *claim.args({"worker": "w", "lease_seconds": 60.0, "limit": 100, "kinds": ["noop"]}),
+        )
     )
     assert "Index Scan using job_claimable" in plan, plan
 

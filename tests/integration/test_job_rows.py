@@ -12,7 +12,6 @@ import asyncpg
 
 import tests.support.kinds  # noqa: F401  (registers plain_sleep)
 from jobs.engine.admin import prune_batch
-from jobs.engine.state import TERMINAL
 from jobs.engine.store import JobStore, Submission
 from jobs.runtime.registry import Registry
 from tests.support.polling import poll
@@ -62,7 +61,7 @@ async def test_every_attempt_event_and_notice_belongs_to_a_job_after_a_mixed_wor
 
     # Pruning: delivered notices only (a pending one keeps its job); deliver them all first.
     await pool.execute("UPDATE outbox SET delivered_at = now()")
-    rows, deleted = await prune_batch(pool, 0, False, TERMINAL, batch=128)
+    rows, deleted = await prune_batch(pool, 0, False, batch=128)
     assert len(deleted) == 128 == len(rows)
     assert await pool.fetchval(ORPHANS) == 0
     left = await pool.fetchrow(

@@ -34,6 +34,27 @@ async def test_schema_builds_from_migrations_on_an_empty_database(server_dsn: st
         await conn.close()
 
 
+async def apply_through(conn: asyncpg.Connection, version: int) -> list[str]:
+    """Apply the migrations up to ``version`` (inclusive) as ``migrate`` would, no further."""
+    await conn.execute(
+        "CREATE TABLE IF NOT EXISTS errand_migration (version integer PRIMARY KEY,"
+        " name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+    )
+    done = {r["version"] for r in await conn.fetch("SELECT version FROM errand_migration")}
+    names = []
+    for m in load():
+        if m.version <= version and m.version not in done:
+            async with conn.transaction():
+                await conn.execute(m.sql)
+                await conn.execute(
+                    "INSERT INTO errand_migration (version, name) VALUES ($1, $2)",
+                    m.version,
+                    m.name,
+                )
+            names.append(m.name)
+    return names
+
+
 async def test_outbox_rows_become_the_notices_of_their_events(server_dsn: str) -> None:
     """Migrating 0009 on a database with outbox rows keeps every notice's delivery state: the
     pending one stays due when it was, the delivered one keeps its message id, the dead one its
@@ -41,15 +62,7 @@ async def test_outbox_rows_become_the_notices_of_their_events(server_dsn: str) -
     dsn = await create_database(server_dsn, "errand_mig_notices")
     conn = await asyncpg.connect(dsn)
     try:
-        await conn.execute(
-            "CREATE TABLE errand_migration (version integer PRIMARY KEY, name text NOT NULL,"
-            " applied_at timestamptz NOT NULL DEFAULT now())"
-        )
-        for m in load()[:8]:
-            await conn.execute(m.sql)
-            await conn.execute(
-                "INSERT INTO errand_migration (version, name) VALUES ($1, $2)", m.version, m.name
-            )
+        await apply_through(conn, 8)
         job = await conn.fetchval(
             "INSERT INTO job (public_id, kind, requester, origin) VALUES ('abc', 'k', 'r',"
             ' \'{"transport": "discord"}\') RETURNING id'
@@ -99,7 +112,7 @@ async def test_outbox_rows_become_the_notices_of_their_events(server_dsn: str) -
                 " delivered_at, dead_at, last_error, external_id FROM outbox ORDER BY event_id"
             )
         ]
-        assert await migrate(conn) == ["0009_notices_are_events"]
+        assert await apply_through(conn, 9) == ["0009_notices_are_events"]
         after = [
             dict(r)
             for r in await conn.fetch(
@@ -118,6 +131,42 @@ async def test_outbox_rows_become_the_notices_of_their_events(server_dsn: str) -
         with pytest.raises(asyncpg.WithCheckOptionViolationError):
             await conn.execute("UPDATE outbox SET available_at = NULL WHERE id = $1", events[2])
         assert await conn.fetchval("SELECT count(*) FROM outbox") == 3
+    finally:
+        await conn.close()
+
+
+async def test_old_cancel_reasons_become_the_requesters_own_words(server_dsn: str) -> None:
+    """0010: a cancel's reason written as "cancelled by <actor>: <words>" becomes the words alone
+    (none when there were none; "(forced)" kept), on jobs and their events; other reasons stay."""
+    dsn = await create_database(server_dsn, "errand_mig_reasons")
+    conn = await asyncpg.connect(dsn)
+    try:
+        await apply_through(conn, 9)
+        written = {
+            "cancelled by requester: Cancel button": "Cancel button",
+            "cancelled by operator": None,
+            "cancelled by operator: enough (forced)": "enough (forced)",
+            "cancelled by operator (forced)": "forced",
+            "timed_out": "timed_out",
+            "cancelled by the cat": "cancelled by the cat",
+        }
+        for n, reason in enumerate(written):
+            job = await conn.fetchval(
+                "INSERT INTO job (public_id, kind, requester, state, reason, finished_at)"
+                " VALUES ($1, 'k', 'r', 'cancelled', $2, now()) RETURNING id",
+                f"j{n}",
+                reason,
+            )
+            await conn.execute(
+                "INSERT INTO event (job_id, from_state, to_state, actor, reason)"
+                " VALUES ($1, 'queued', 'cancelled', 'operator', $2)",
+                job,
+                reason,
+            )
+        assert await apply_through(conn, 10) == ["0010_cancel_reasons"]
+        jobs = [r["reason"] for r in await conn.fetch("SELECT reason FROM job ORDER BY id")]
+        events = [r["reason"] for r in await conn.fetch("SELECT reason FROM event ORDER BY id")]
+        assert jobs == events == list(written.values())
     finally:
         await conn.close()
 

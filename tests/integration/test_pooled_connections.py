@@ -9,7 +9,7 @@ from pathlib import Path
 import asyncpg
 
 from jobs.engine.migrate import migrate
-from jobs.engine.queries import q
+from jobs.engine.queries import engine_queries
 from jobs.engine.store import JobStore, Quotas, Submission
 from jobs.runtime.registry import Registry
 from tests.support.rows import every_connection
@@ -47,7 +47,7 @@ async def test_pooled_connections_carry_no_listen_no_advisory_lock_and_reuse_sta
             )
             prepared = await conn.fetchval(
                 "SELECT count(*) FROM pg_prepared_statements WHERE statement = $1",
-                q("job_insert"),
+                engine_queries()["job_insert"].sql,
             )
             assert prepared <= 1  # prepared once per connection, then reused
             kept += prepared

@@ -7,8 +7,10 @@ import itertools
 
 import asyncpg
 
+from jobs.engine.moves import Finish
+from jobs.engine.policy import COMPLETED_DESPITE_CANCEL
 from jobs.engine.state import TRANSITIONS, Actor, State
-from jobs.engine.store import COMPLETED_DESPITE_CANCEL, Finish, JobStore
+from jobs.engine.store import JobStore
 from jobs.errors import StaleTransition
 from tests.support.rows import events
 

@@ -15,7 +15,8 @@ import asyncpg
 import pytest
 
 import tests.support.kinds  # noqa: F401  (registers resumer and crashy)
-from jobs.engine.store import Finish, JobStore
+from jobs.engine.moves import Finish
+from jobs.engine.store import JobStore
 from jobs.errors import LeaseLost
 from jobs.runtime.budget import Budget, BudgetExceeded
 from jobs.runtime.context import Context
@@ -125,14 +126,7 @@ async def test_a_checkpoint_is_fenced_by_the_attempt(store: JobStore, pool: asyn
     steps it left open when it crashed are closed as interrupted."""
     job, _ = await store.submit("demo", {"steps": 3}, requester="a")
     [first] = await store.claim("w", limit=1, lease_seconds=30)
-    old = Context(
-        store=store,
-        job_id=job.id,
-        public_id=job.public_id,
-        attempt_id=first.attempt_id,
-        attempt=1,
-        kind="demo",
-    )
+    old = Context(first, store=store)
     async with old.step("step 1"):
         await old.checkpoint({"done": 1})
     # Crash inside step 2: it stays open until the reaper ends the attempt.

@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
 from jobs.engine.db import create_pool
+from jobs.engine.moves import Finish
 from jobs.engine.state import TERMINAL, TRANSITIONS, Actor, State
-from jobs.engine.store import Finish, JobStore
+from jobs.engine.store import JobStore
 from jobs.errors import IllegalTransition, NotAllowed, StaleTransition
 from jobs.kinds import default_registry
 from tests.support.databases import create_database, drop_database

@@ -10,15 +10,12 @@ import asyncpg
 import pytest
 
 import tests.support.kinds  # noqa: F401  (registers crashy, a kind whose crashes count)
+from jobs.engine.moves import Finish, Moved
+from jobs.engine.policy import COMPLETED_DESPITE_CANCEL
+from jobs.engine.queries import engine_queries
 from jobs.engine.state import Actor, State
-from jobs.engine.store import (
-    COMPLETED_DESPITE_CANCEL,
-    Finish,
-    JobStore,
-    Submission,
-    _reaper_due_sql,
-)
-from jobs.engine.views import Claim, Moved
+from jobs.engine.store import JobStore, Submission
+from jobs.engine.views import Claim
 from jobs.errors import (
     IllegalTransition,
     InvalidParams,
@@ -240,7 +237,11 @@ async def test_repeated_cancellation_is_idempotent(store: JobStore, pool: asyncp
     assert await store.heartbeat("w1", 30, [claim.attempt_id]) == {claim.attempt_id: "cancelling"}
     await store.finish_one(Finish(claim.job_id, claim.attempt_id, "cancelled"))
     job = await store.get(claim.public_id)
-    assert (job.state, job.reason) == (State.CANCELLED, "cancelled by requester: changed my mind")
+    assert (job.state, job.reason, job.cancel_requested_by) == (
+        State.CANCELLED,
+        "changed my mind",
+        "a",
+    )
     assert await moves(pool, claim.job_id) == [
         (None, "queued"),
         ("queued", "running"),
@@ -277,7 +278,7 @@ async def test_failure_or_retry_while_cancelling_ends_cancelled(
             )
         )
         job = await store.get(claim.public_id)
-        assert (job.state, job.reason) == (State.CANCELLED, "cancelled by requester: stop")
+        assert (job.state, job.reason) == (State.CANCELLED, "stop")
         assert ("cancelling", "queued") not in await moves(pool, claim.job_id)
 
 
@@ -375,7 +376,7 @@ async def test_the_reapers_first_read_keeps_the_state_indexes_in_a_generic_plan(
     await pool.execute("ANALYZE")
     async with pool.acquire() as conn, conn.transaction():
         await conn.execute("SET LOCAL plan_cache_mode = force_generic_plan")
-        await conn.execute("PREPARE reaper_due(float8) AS " + _reaper_due_sql())
+        await conn.execute("PREPARE reaper_due(float8) AS " + engine_queries()["reaper_due"].sql)
         rows = await conn.fetch("EXPLAIN EXECUTE reaper_due(60)")
         await conn.execute("DEALLOCATE reaper_due")
     plan = "\n".join(r[0] for r in rows)

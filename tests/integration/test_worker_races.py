@@ -47,7 +47,7 @@ async def test_a_refused_outcome_costs_only_itself_and_the_worker_goes_on(
 ) -> None:
     """One outcome PostgreSQL refuses (a NUL in jsonb text) in a batch with a good one: the good
     one lands, the flush loop survives, and the refused job's lease is left to expire."""
-    from jobs.engine.store import Finish
+    from jobs.engine.moves import Finish
 
     worker = Worker(
         store,

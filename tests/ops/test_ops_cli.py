@@ -10,8 +10,9 @@ from typing import Any
 
 import asyncpg
 
+from jobs.engine.moves import Finish
 from jobs.engine.state import Actor
-from jobs.engine.store import Finish, JobStore
+from jobs.engine.store import JobStore
 from jobs.engine.views import JobView
 from tests.support.cli import Ran, RunErrand
 

@@ -88,12 +88,4 @@ async def noop(ctx: Context, params: NoParams) -> dict[str, Any]:
 async def claim_context(store: JobStore, worker: str, assets: Path) -> Context:
     """Claim one job as ``worker`` and the context its handler would get (no worker runs it)."""
     [claim] = await store.claim(worker, limit=1, lease_seconds=30)
-    return Context(
-        store=store,
-        job_id=claim.job_id,
-        public_id=claim.public_id,
-        attempt_id=claim.attempt_id,
-        attempt=claim.attempt,
-        kind=claim.kind,
-        assets_dir=assets,
-    )
+    return Context(claim, store=store, assets_dir=assets)

@@ -14,8 +14,8 @@ import pytest
 from bot import render
 from bot.commands import parse_params
 from bot.queries import bot_queries
-from jobs.engine.notices import OutboxRow
-from jobs.engine.state import State
+from jobs.engine.notices import Notice
+from jobs.engine.state import Actor, State
 from jobs.engine.views import EventView, JobStatus, JobView
 
 T0 = datetime(2026, 8, 20, 12, 0, tzinfo=UTC)
@@ -53,18 +53,20 @@ def job(state: State, **changes: Any) -> JobView:
     return JobView(**values)
 
 
-def row(to: str, reason: str | None = None) -> OutboxRow:
-    return OutboxRow(
+def row(to: str, reason: str | None = None, actor: Actor = Actor.WORKER) -> Notice:
+    """A notice of the transition to ``to``, as the event recorded it."""
+    return Notice(
         id=7,
         job_id=1,
-        event_id=3,
-        topic="transition",
-        payload={"from": "running", "to": to, "reason": reason},
+        from_state=State.RUNNING,
+        to_state=State(to),
+        actor=actor,
+        reason=reason,
+        at=T0,
         attempts=1,
-        created_at=T0,
         delivered_at=None,
         dead_at=None,
-        last_error=None,
+        error=None,
         external_id=None,
     )
 
@@ -161,13 +163,27 @@ def test_a_notice_mentions_the_requester_with_the_outcome() -> None:
 
 
 def test_a_cancel_notice_names_who_cancelled_and_why_in_one_sentence() -> None:
-    done = job(State.CANCELLED, finished_at=T0 + timedelta(seconds=28.4))
-    text = render.notice(done, row("cancelled", "cancelled by requester: Cancel button"), 42)
+    done = job(
+        State.CANCELLED, finished_at=T0 + timedelta(seconds=28.4), cancel_requested_by="discord:1"
+    )
+    text = render.notice(done, row("cancelled", "Cancel button", Actor.REQUESTER), 42)
     assert text == (
         "<@42> ⛔ Job `k7m2x9qa` **cancelled** by the requester after 27.4 s (Cancel button)"
     )
-    text = render.notice(done, row("cancelled", "cancelled by operator"), None)
+    by_operator = job(
+        State.CANCELLED, finished_at=T0 + timedelta(seconds=28.4), cancel_requested_by="cli"
+    )
+    text = render.notice(by_operator, row("cancelled", None, Actor.OPERATOR), None)
     assert text == "⛔ Job `k7m2x9qa` **cancelled** by the operator after 27.4 s"
+    # Acknowledged by the worker, the request's reason kept: still the requester's cancel.
+    text = render.notice(done, row("cancelled", "Cancel button", Actor.WORKER), None)
+    assert text.endswith("by the requester after 27.4 s (Cancel button)")
+    # A deadline is the system's: its reason says what happened.
+    late = job(
+        State.CANCELLED, finished_at=T0 + timedelta(seconds=28.4), cancel_requested_by="system"
+    )
+    text = render.notice(late, row("cancelled", "timed_out", Actor.SYSTEM), None)
+    assert text == "⛔ Job `k7m2x9qa` **cancelled** after 27.4 s: timed_out"
 
 
 def test_the_notices_docs_discord_shows_are_the_ones_the_bot_writes() -> None:
@@ -187,8 +203,8 @@ def test_the_notices_docs_discord_shows_are_the_ones_the_bot_writes() -> None:
             42,
         ),
         render.notice(
-            job(State.CANCELLED, finished_at=at(2)),
-            row("cancelled", "cancelled by requester: not needed"),
+            job(State.CANCELLED, finished_at=at(2), cancel_requested_by="discord:1"),
+            row("cancelled", "not needed", Actor.REQUESTER),
             42,
         ),
         render.notice(
@@ -213,17 +229,18 @@ def test_the_status_page_shows_events_and_dead_letters() -> None:
             EventView(2, State.QUEUED, State.RUNNING, "worker", 1, None, T0, None, False),
         ],
     )
-    dead = OutboxRow(
+    dead = Notice(
         id=8,
         job_id=1,
-        event_id=3,
-        topic="transition",
-        payload={"to": "succeeded"},
+        from_state=State.RUNNING,
+        to_state=State.SUCCEEDED,
+        actor=Actor.WORKER,
+        reason=None,
+        at=T0,
         attempts=6,
-        created_at=T0,
         delivered_at=None,
         dead_at=T0,
-        last_error="403 50013: Missing Permissions",
+        error="403 50013: Missing Permissions",
         external_id=None,
     )
     page = render.status_page(status, task="count", thread_id="55", deliveries=[dead])

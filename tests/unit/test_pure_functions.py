@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from jobs.engine import ids
 from jobs.engine.notices import retry_delay
-from jobs.engine.queries import load_named, queries
+from jobs.engine.queries import Queries, engine_queries, parse
 from jobs.ops.inspect import parse_duration
 from jobs.retry import backoff
 from jobs.runtime.budget import BOUND_NAMES, Budget
@@ -120,7 +120,7 @@ def test_an_outbox_retry_never_comes_sooner_than_half_the_base() -> None:
     assert retry_delay(30, base=2.0) <= 600.0
 
 
-# -- load_named ------------------------------------------------------------------------------
+# -- named queries ---------------------------------------------------------------------------
 
 
 def test_named_queries_are_read_from_every_sql_file_in_name_order(tmp_path: Path) -> None:
@@ -131,7 +131,7 @@ def test_named_queries_are_read_from_every_sql_file_in_name_order(tmp_path: Path
     )
     (tmp_path / "a.sql").write_text("-- name: first\nSELECT 1;\n")
     (tmp_path / "notes.txt").write_text("-- name: ignored\nSELECT 0;\n")
-    assert load_named(tmp_path) == {
+    assert {name: q.sql for name, q in Queries(tmp_path).items()} == {
         "first": "SELECT 1;",
         "second_one": "-- What it does.\nSELECT 2;",
         "third": "SELECT 3\nFROM t;",
@@ -142,13 +142,43 @@ def test_a_query_name_defined_twice_is_refused(tmp_path: Path) -> None:
     (tmp_path / "a.sql").write_text("-- name: same\nSELECT 1;\n")
     (tmp_path / "b.sql").write_text("-- name: same\nSELECT 2;\n")
     with pytest.raises(ValueError, match=r"duplicate query name same in b\.sql"):
-        load_named(tmp_path)
+        Queries(tmp_path)
+
+
+def test_named_parameters_become_positional_in_first_use_order() -> None:
+    """``:name`` becomes ``$n`` (a repeated name keeps its number); casts, strings, quoted
+    names and comments are left alone."""
+    query = parse(
+        "q",
+        "SELECT :b::int, ':a', \"x:y\", :a -- not :c\nWHERE x = :b AND y = '{}'::jsonb",
+        {},
+    )
+    assert (
+        query.sql == "SELECT $1::int, ':a', \"x:y\", $2 -- not :c\nWHERE x = $1 AND y = '{}'::jsonb"
+    )
+    assert query.params == ("b", "a")
+    assert query.args({"a": 1, "b": 2}) == [2, 1]
+
+
+def test_a_missing_or_unknown_parameter_is_refused_before_anything_is_sent() -> None:
+    query = parse("q", "SELECT :a, :b", {})
+    with pytest.raises(TypeError, match=r"q: missing \['b'\], unknown \['c'\]"):
+        query.args({"a": 1, "c": 3})
+
+
+def test_a_set_of_states_is_written_in_as_a_constant_when_loaded() -> None:
+    query = parse(
+        "q", "WHERE state = ANY({live}::job_state[]) AND '{live}' = x", {"live": ["b", "a"]}
+    )
+    assert query.sql == "WHERE state = ANY('{a,b}'::job_state[]) AND '{live}' = x"
+    with pytest.raises(ValueError, match=r"no state set \{nope\}"):
+        parse("q", "WHERE {nope}", {})
 
 
 def test_the_engine_queries_load_and_none_is_empty() -> None:
-    loaded = queries()
-    assert {"job_transition", "step_start", "metrics_outbox"} <= set(loaded)
-    assert [name for name, text in loaded.items() if not text.strip()] == []
+    loaded = engine_queries()
+    assert {"job_transition", "step_start", "notice_counts"} <= set(loaded)
+    assert [name for name, q in loaded.items() if not q.sql.strip()] == []
 
 
 # -- public ids --------------------------------------------------------------------------------

@@ -1,14 +1,26 @@
-"""The job store (being split into one module per group of verbs; see submit.py for now)."""
+"""The job store: every read and write of the job record, on PostgreSQL, one module per group
+of verbs (as Oban's engine: one short function per verb).
 
-from jobs.engine.store.submit import *  # noqa: F403
-from jobs.engine.store.submit import (  # noqa: F401
-    COMPLETED_DESPITE_CANCEL,
-    Finish,
-    JobStore,
-    Quotas,
-    Submission,
-    _bulk_arguments,
-    _insert_many_without_keys,
-    _reaper_due_sql,
-    redact_error,
-)
+State changes go through :func:`jobs.engine.transition.transition` with a policy of
+:mod:`jobs.engine.policy`; the verbs turn rows that did not move into typed errors or answers.
+The runtime's records of an attempt (steps, usage, effects, assets) are in
+:mod:`jobs.engine.records`, a transport's notices in :mod:`jobs.engine.notices`, the operator's
+reads and deletes in :mod:`jobs.engine.admin`: no SQL on the job tables lives outside
+:mod:`jobs.engine`.
+"""
+
+from __future__ import annotations
+
+from jobs.engine.store.base import Kinds, KindSpec, Quotas
+from jobs.engine.store.reaper import Reaper
+from jobs.engine.store.requests import Requests
+from jobs.engine.store.submit import Submission, Submits
+from jobs.engine.store.worker import WorkerVerbs
+
+__all__ = ["JobStore", "KindSpec", "Kinds", "Quotas", "Submission"]
+
+
+class JobStore(Submits, Requests, WorkerVerbs, Reaper):
+    """Reads and writes of the job record through one pool: submit (:mod:`.submit`), read
+    (:mod:`.reads`), cancel and resolve (:mod:`.requests`), the worker's protocol
+    (:mod:`.worker`) and the reaper (:mod:`.reaper`)."""

@@ -1,0 +1,142 @@
+-- Events: every state change of a job (its timeline), and, for a job with an origin, each one
+-- a notice to deliver to its transport (migrations/0009_notices_are_events.sql). A notice's
+-- delivery state lives on its event: notice_at (when next due), delivery_attempts,
+-- delivered_at or dead_at, delivery_error, external_id (what the transport created), and the
+-- lease (lease_owner, lease_token) that fences every write about it. Rows of one job are
+-- delivered in order; a job whose oldest row waits (backoff) holds only its own later rows.
+-- The predicates "notice_at IS NOT NULL AND delivered_at IS NULL AND dead_at IS NULL" are
+-- those of the partial index event_notice_pending.
+
+-- name: event_list_by_job
+-- A job's events, oldest first.
+SELECT * FROM event WHERE job_id = :job_id ORDER BY id;
+
+-- name: event_resolved_retry_since
+-- Whether a person resolved the job from unknown to a retry (queued) after a moment (an
+-- effect's intent).
+SELECT EXISTS (
+    SELECT 1 FROM event
+    WHERE job_id = :job_id AND from_state = 'unknown' AND to_state = 'queued' AND NOT ignored
+      AND at > :since
+);
+
+-- name: notice_due_jobs
+-- Jobs of one transport with a pending notice due now, oldest first; with a partition count
+-- (:partitions > 0), only jobs whose origin.partition modulo it is one of :mine (a sharded
+-- transport delivers the jobs of its own shards; a job without a partition belongs to 0).
+-- Each pending notice's job is read by primary key (the lateral lookup; OFFSET 0 keeps it one):
+-- joined plainly, the planner hashed the whole job table on every poll.
+SELECT e.job_id, j.public_id, min(e.id) AS first_id
+FROM event e
+CROSS JOIN LATERAL (SELECT public_id, origin FROM job WHERE job.id = e.job_id OFFSET 0) j
+WHERE e.notice_at IS NOT NULL AND e.delivered_at IS NULL AND e.dead_at IS NULL
+  AND e.notice_at <= now()
+  AND j.origin ->> 'transport' = :transport
+  AND (:partitions = 0
+       OR mod(coalesce((j.origin ->> 'partition')::bigint, 0), :partitions)
+          = ANY(:mine::bigint[]))
+GROUP BY e.job_id, j.public_id
+ORDER BY min(e.id)
+LIMIT :limit;
+
+-- name: notice_claim
+-- Lease the pending notices of one job (when its oldest pending one is due), in id order.
+WITH pending AS (
+    SELECT id, notice_at FROM event
+    WHERE job_id = :job_id
+      AND notice_at IS NOT NULL AND delivered_at IS NULL AND dead_at IS NULL
+    ORDER BY id
+    FOR UPDATE SKIP LOCKED
+), gate AS (
+    SELECT notice_at <= now() AS due FROM pending ORDER BY id LIMIT 1
+)
+UPDATE event e SET notice_at = now() + make_interval(secs => :lease_seconds),
+                   delivery_attempts = e.delivery_attempts + 1,
+                   lease_owner = :owner, lease_token = gen_random_uuid()
+FROM pending p
+WHERE e.id = p.id AND (SELECT due FROM gate)
+RETURNING e.id, e.job_id, e.from_state, e.to_state, e.actor, e.reason, e.at,
+          e.delivery_attempts, e.delivered_at, e.dead_at, e.delivery_error, e.external_id,
+          e.notice_at, e.lease_token;
+
+-- name: notice_done
+-- Record a delivery and what the transport created (e.g. the Discord message id); fenced by the
+-- lease token, so no row: the lease was lost to another process.
+UPDATE event SET delivered_at = now(), external_id = :external_id, delivery_error = NULL
+WHERE id = :id AND notice_at IS NOT NULL AND delivered_at IS NULL AND lease_token = :lease_token
+RETURNING id;
+
+-- name: notice_retry
+-- Put a notice back for a later try (backoff), keeping the error; counts as a failed attempt.
+UPDATE event SET notice_at = now() + make_interval(secs => :delay), delivery_error = :error,
+                 lease_owner = NULL, lease_token = NULL
+WHERE id = :id AND notice_at IS NOT NULL AND delivered_at IS NULL AND dead_at IS NULL
+  AND lease_token = :lease_token
+RETURNING id;
+
+-- name: notice_release
+-- Hand leased notices back without counting an attempt (the transport was not ready yet).
+UPDATE event SET notice_at = now() + make_interval(secs => :delay),
+                 delivery_attempts = greatest(delivery_attempts - 1, 0),
+                 lease_owner = NULL, lease_token = NULL
+WHERE id = ANY(:ids::bigint[])
+  AND notice_at IS NOT NULL AND delivered_at IS NULL AND dead_at IS NULL
+  AND lease_token = ANY(:lease_tokens::uuid[]);
+
+-- name: notice_dead
+-- Give up on a notice: dead-lettered with the reason, visible in status and the CLI.
+UPDATE event SET dead_at = now(), delivery_error = :error, lease_owner = NULL, lease_token = NULL
+WHERE id = :id AND notice_at IS NOT NULL AND delivered_at IS NULL AND dead_at IS NULL
+  AND lease_token = :lease_token
+RETURNING id;
+
+-- name: notice_list_by_job
+-- A job's notices, oldest first (delivery state for status pages and the timeline).
+SELECT id, job_id, from_state, to_state, actor, reason, at, delivery_attempts, delivered_at,
+       dead_at, delivery_error, external_id, lease_token, notice_at
+FROM event WHERE job_id = :job_id AND notice_at IS NOT NULL ORDER BY id;
+
+-- name: notice_counts
+-- Undelivered notices: pending and dead-lettered, and the age of the oldest pending one. Each
+-- part reads its own partial index (event_notice_pending, event_notice_dead).
+WITH pending AS (
+    SELECT count(*) AS n, min(at) AS oldest FROM event
+    WHERE notice_at IS NOT NULL AND delivered_at IS NULL AND dead_at IS NULL
+)
+SELECT p.n AS pending,
+       (SELECT count(*) FROM event
+        WHERE notice_at IS NOT NULL AND delivered_at IS NULL AND dead_at IS NOT NULL) AS dead,
+       coalesce(extract(epoch FROM now() - p.oldest), 0)::float8 AS oldest_pending_seconds
+FROM pending p;
+
+-- name: notice_list
+-- Notices by status ('dead', 'pending', 'delivered', or NULL for any), newest first.
+SELECT e.id, j.public_id, j.kind, e.job_id, e.from_state, e.to_state, e.actor, e.reason, e.at,
+       e.notice_at, e.delivery_attempts, e.delivered_at, e.dead_at, e.delivery_error,
+       e.external_id, e.lease_token
+FROM event e JOIN job j ON j.id = e.job_id
+WHERE e.notice_at IS NOT NULL
+  AND (:status::text IS NULL
+       OR (:status = 'dead' AND e.dead_at IS NOT NULL AND e.delivered_at IS NULL)
+       OR (:status = 'pending' AND e.dead_at IS NULL AND e.delivered_at IS NULL)
+       OR (:status = 'delivered' AND e.delivered_at IS NOT NULL))
+  AND (:public_id::text IS NULL OR j.public_id = :public_id)
+ORDER BY e.id DESC
+LIMIT :limit;
+
+-- name: notice_retry_dead
+-- Give dead-lettered notices another delivery: clear dead_at, reset attempts, due now; wakes
+-- the delivery loop. :ids NULL means every dead notice. Returns the ids revived.
+WITH revived AS (
+    UPDATE event SET dead_at = NULL, delivery_attempts = 0, notice_at = now(),
+                     delivery_error = NULL
+    WHERE notice_at IS NOT NULL AND dead_at IS NOT NULL AND delivered_at IS NULL
+      AND (:ids::bigint[] IS NULL OR id = ANY(:ids))
+    RETURNING id
+)
+SELECT id, pg_notify('errand_outbox', '')::text AS _notified FROM revived ORDER BY id;
+
+-- name: notice_get_many
+-- Notices by id, with whether each is dead-lettered (to refuse a retry of anything else).
+SELECT id, (dead_at IS NOT NULL AND delivered_at IS NULL) AS dead FROM event
+WHERE id = ANY(:ids::bigint[]) AND notice_at IS NOT NULL;

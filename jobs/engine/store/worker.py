@@ -1,0 +1,123 @@
+"""The worker's protocol: claim due jobs, keep their leases, record progress and how attempts
+ended. Each write is fenced by the attempt: it lands only while that attempt holds the lease."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from jobs.engine import policy
+from jobs.engine.db import Conn
+from jobs.engine.moves import Finish, Moved, Policy, Verdict
+from jobs.engine.state import Actor, State
+from jobs.engine.store.base import Base
+from jobs.engine.transition import claim, transition
+from jobs.engine.views import Claim
+from jobs.errors import StaleTransition
+
+
+def _policy(finish: Finish) -> Policy:
+    if finish.outcome is None:
+        raise ValueError("a finish names how the attempt ended")
+    return policy.STOP_MID_RUN if finish.mid_run else policy.FINISH[finish.outcome]
+
+
+class WorkerVerbs(Base):
+    """``claim``, ``heartbeat``, ``set_progress``, ``finish`` and ``refresh_statistics``."""
+
+    async def claim(
+        self,
+        worker: str,
+        *,
+        limit: int,
+        lease_seconds: float,
+        kinds: Sequence[str] | None = None,
+    ) -> list[Claim]:
+        """Claim up to ``limit`` due jobs with ``FOR UPDATE SKIP LOCKED``; one attempt each.
+
+        One statement, no BEGIN/COMMIT; its rows are all the runtime needs to run them.
+        """
+        async with self.pool.acquire() as conn:
+            return await claim(
+                conn, worker=worker, limit=limit, lease_seconds=lease_seconds, kinds=kinds
+            )
+
+    async def refresh_statistics(self) -> bool:
+        """ANALYZE the job table when its statistics miss a large change; True when it ran.
+
+        The claim's plan depends on them: with a backlog they do not know of (a burst of
+        submits since autovacuum's last analyze), the planner sorts every queued job on each
+        claim instead of reading the first ones off ``job_claimable``. One worker at a time.
+        """
+        async with self.pool.acquire() as conn:
+            if not await self.sql.fetchval(conn, "job_statistics_stale"):
+                return False
+            async with conn.transaction():
+                if not await self.sql.fetchval(conn, "job_analyze_lock"):
+                    return False  # another worker is at it
+                await conn.execute("ANALYZE job")
+        return True
+
+    async def heartbeat(
+        self, worker: str, lease_seconds: float, attempt_ids: Sequence[int]
+    ) -> dict[int, Verdict]:
+        """Renew all of a worker's leases in one statement.
+
+        Returns:
+            For each attempt the worker runs that must stop: ``cancelling`` (a cancel was
+            requested) or ``lost`` (the attempt no longer holds the lease).
+        """
+        rows = await self.sql.fetch(
+            self.pool,
+            "attempt_heartbeat",
+            worker=worker,
+            lease_seconds=lease_seconds,
+            attempt_ids=list(attempt_ids),
+        )
+        return {
+            r["attempt_id"]: "cancelling" if r["state"] == State.CANCELLING else "lost"
+            for r in rows
+        }
+
+    async def set_progress(self, job_id: int, attempt_id: int, progress: dict[str, Any]) -> bool:
+        """Record progress; False when the attempt no longer holds the lease."""
+        row = await self.sql.fetchrow(
+            self.pool, "job_set_progress", job_id=job_id, attempt_id=attempt_id, progress=progress
+        )
+        return row is not None
+
+    async def finish(self, finishes: Sequence[Finish]) -> list[Moved]:
+        """Record how attempts ended, one statement per kind of end.
+
+        A finish from an attempt that no longer holds the lease changes nothing and is kept as
+        an ignored event; the returned ``Moved`` says which rows moved.
+        """
+        groups: dict[Policy, list[Finish]] = {}
+        for f in finishes:
+            groups.setdefault(_policy(f), []).append(f)
+        if len(groups) == 1:
+            # The usual batch (all succeeded): one statement, which locks its rows in id order
+            # itself; no BEGIN/COMMIT.
+            [(rule, group)] = groups.items()
+            async with self.pool.acquire() as conn:
+                return await transition(conn, rule, group)
+        out: list[Moved] = []
+        async with self.pool.acquire() as conn, conn.transaction():
+            # One statement per kind of end would lock the jobs group by group, not in id
+            # order, and could deadlock with another batch; lock them all in id order first.
+            await self._lock(conn, sorted({f.job_id for f in finishes}))
+            for rule, group in groups.items():
+                out += await transition(conn, rule, group)
+        return out
+
+    async def _lock(self, conn: Conn, job_ids: list[int]) -> None:
+        await self.sql.execute(conn, "job_lock_many", ids=job_ids)
+
+    async def finish_one(self, finish: Finish) -> Moved:
+        """Record one attempt's end. Raises StaleTransition when it no longer holds the lease."""
+        [moved] = await self.finish([finish])
+        if not moved.ok:
+            raise StaleTransition(
+                str(finish.job_id), moved.source.value, str(finish.outcome), Actor.WORKER.value
+            )
+        return moved
