@@ -173,7 +173,7 @@ class Errand(System):
     name = "Errand"
 
     async def open(self, dsn: str) -> None:
-        from jobs import Settings, open_engine
+        from jobs.transport import Settings, open_engine
 
         os.environ.update(errand_env(dsn))
         self.dsn = dsn
@@ -189,7 +189,7 @@ class Errand(System):
         return job.public_id
 
     async def submit_bulk(self, kind: str, n: int) -> None:
-        from jobs import Submission
+        from jobs.transport import Submission
 
         await self.store.submit_many([Submission(kind, {}, "bench", ORIGIN) for _ in range(n)])
 

@@ -23,7 +23,7 @@ import discord
 
 from bot import render
 from bot.discord_io import NO_ANSWER, NO_PINGS
-from jobs import JobStore, State, UnknownJob, get_logger
+from jobs.transport import JobStore, State, UnknownJob, get_logger
 
 log = get_logger("bot.answers")
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import discord
 
-from jobs import JobView
+from jobs.transport import JobView
 
 
 async def _job_channel(

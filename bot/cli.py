@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from jobs import cli_app, cli_fail, load_settings, run_cli
+from jobs.transport import cli_app, cli_fail, load_settings, run_cli
 
 bot_app = typer.Typer(add_completion=False)
 """The Discord transport's commands."""
@@ -79,7 +79,8 @@ def _bot_settings(shards: int | None, shard_ids: str | None, shard_count: int | 
 def _serve(with_worker: bool, bot_settings: Any) -> None:
     import asyncio
 
-    from bot.run import BadToken, serve
+    from bot.errors import BadToken
+    from bot.run import serve
 
     settings = load_settings()
     try:

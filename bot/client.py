@@ -22,7 +22,7 @@ from bot.delivery import Delivery
 from bot.queries import sql
 from bot.settings import BotSettings
 from bot.trace import discord_http_trace
-from jobs import JobStore, Outbox, Registry, get_logger
+from jobs.transport import JobStore, Outbox, Registry, get_logger
 
 log = get_logger("bot")
 

@@ -32,17 +32,15 @@ from discord import app_commands
 from bot import authz, render
 from bot.queries import sql
 from bot.settings import BotSettings, agent_configured
-from jobs import (
+from jobs import ErrandError
+from jobs.transport import (
     ID_PATTERN,
     Actor,
-    ErrandError,
-    IdempotencyConflict,
-    InvalidParams,
     JobStore,
     JobView,
     NotAllowed,
     Outbox,
-    QuotaExceeded,
+    Refused,
     Registry,
     UnknownJob,
     get_logger,
@@ -277,7 +275,7 @@ async def summon(
     )
     try:
         job, _created = await in_time(interaction, submit, ephemeral=False)
-    except (InvalidParams, QuotaExceeded, IdempotencyConflict) as exc:
+    except Refused as exc:
         await reply(interaction, render.code(str(exc), 400))
         return
     deferred = interaction.response.is_done()

@@ -33,13 +33,13 @@ import discord
 
 from bot import render
 from bot.answers import Answers
-from bot.discord_io import FORUMS, NO_ANSWER, THREADABLE, DiscordIO, Stopping, describe
+from bot.discord_io import FORUMS, NO_ANSWER, THREADABLE, DiscordIO, describe
+from bot.errors import BindingPending, Stopping
+from bot.metrics import discord_retry, notice_dead_lettered, notice_delivered
 from bot.pacer import EDIT, SETUP, TERMINAL_EDIT, edit_interval, edit_wait
 from bot.queries import sql
 from bot.settings import BotSettings
-from jobs import (
-    OUTBOX_CHANNEL,
-    PROGRESS_CHANNEL,
+from jobs.transport import (
     TERMINAL,
     UNAVAILABLE,
     JobStatus,
@@ -51,12 +51,7 @@ from jobs import (
     State,
     UnknownJob,
     backoff,
-    discord_retry,
     get_logger,
-    incarnation,
-    is_unavailable,
-    notice_dead_lettered,
-    notice_delivered,
 )
 
 log = get_logger("bot.delivery")
@@ -81,10 +76,6 @@ def _hash(text: str) -> str:
 
 def _age(created_at: datetime) -> float:
     return (datetime.now(UTC) - created_at).total_seconds()
-
-
-class Retry(Exception):
-    """The binding cannot be completed yet (e.g. the /summon answer is not recorded yet)."""
 
 
 class Delivery:
@@ -119,8 +110,7 @@ class Delivery:
         self.discord = DiscordIO(client, settings.request_rate())
         self.answers = Answers(store, self._record_answer, self._job_states)
         # This process, as the owner of render leases.
-        self.name = incarnation()
-        outbox.owner = self.name
+        self.name = outbox.owner
         self.stats = {"edits": 0, "posts": 0, "notices": 0, "failures": 0}
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -173,7 +163,7 @@ class Delivery:
                 log.warning(
                     "delivery.poll_failed",
                     error=f"{type(exc).__name__}: {exc}"[:300],
-                    unavailable=is_unavailable(exc),
+                    unavailable=isinstance(exc, UNAVAILABLE),
                 )
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), self.settings.delivery_poll_seconds)
@@ -185,8 +175,8 @@ class Delivery:
         try:
             # A plain connection: LISTEN payloads are text, no codecs needed.
             listener = self._listener = await asyncpg.connect(self.dsn)
-            await listener.add_listener(OUTBOX_CHANNEL, self._on_outbox)
-            await listener.add_listener(PROGRESS_CHANNEL, self._on_progress)
+            await listener.add_listener(Outbox.CHANNEL, self._on_outbox)
+            await listener.add_listener(Outbox.PROGRESS_CHANNEL, self._on_progress)
         except _TRANSIENT as exc:
             log.warning("delivery.listen_failed", error=str(exc))  # polling still works
             if self._listener is not None:
@@ -261,7 +251,7 @@ class Delivery:
                 try:
                     finished = await self._drained_round(job_id, public_id)
                     errors = 0
-                except Retry:
+                except BindingPending:
                     if self._stopped.is_set():
                         return
                     await asyncio.sleep(0.2)
@@ -417,7 +407,8 @@ class Delivery:
         return record
 
     async def _ensure_binding(self, job_id: int, public_id: str) -> None:
-        """Make sure the job has a binding; raise Retry while its /summon answer may be pending."""
+        """Make sure the job has a binding; raise BindingPending while its /summon answer may
+        be pending."""
         binding = await self.pool.fetchrow(sql("binding_get"), job_id)
         if binding is not None and (
             binding["anchor_message_id"]
@@ -430,7 +421,8 @@ class Delivery:
         job = await self.store.get(public_id)
         age = (datetime.now(UTC) - job.created_at).total_seconds()
         if age < self.settings.anchor_wait_seconds:
-            raise Retry  # the /summon handler records its answer message right after answering
+            # the /summon handler records its answer message right after answering
+            raise BindingPending
         if binding is not None:
             return
         # The bot stopped between submit and recording the answer: bind from the origin.

@@ -18,6 +18,7 @@ import discord
 
 from bot import render
 from bot.cancel import cancel_view
+from bot.errors import Stopping
 from bot.pacer import NOTICE, SETUP, TERMINAL_EDIT, Pacer
 
 # Discord error codes handled on purpose.
@@ -50,10 +51,6 @@ NO_ANSWER: tuple[type[BaseException], ...] = (
     aiohttp.ClientConnectionError,
     aiohttp.ClientPayloadError,
 )
-
-
-class Stopping(Exception):
-    """The bot is stopping: the request was not sent, and none will be."""
 
 
 class Turns:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
-from jobs import Queries
+from jobs.transport import Queries
 
 
 @cache

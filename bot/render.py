@@ -14,7 +14,7 @@ from typing import Any
 
 import discord
 
-from jobs import TERMINAL, Actor, JobStatus, JobView, Notice, State, scrub
+from jobs.transport import TERMINAL, Actor, JobStatus, JobView, Notice, State, scrub
 
 MAX_CONTENT = 2000
 BAR_WIDTH = 12

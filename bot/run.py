@@ -16,8 +16,9 @@ import discord.http
 import yarl
 
 from bot.client import ErrandBot
+from bot.errors import BadToken
 from bot.settings import BotSettings
-from jobs import (
+from jobs.transport import (
     Engine,
     HealthCheck,
     HealthServer,
@@ -34,10 +35,6 @@ from jobs import (
 )
 
 log = get_logger("bot.run")
-
-
-class BadToken(Exception):
-    """The Discord token is missing or Discord refused it."""
 
 
 def point_discord_at(api_base: str | None, gateway_url: str | None) -> None:

@@ -34,10 +34,11 @@ from typing import Any
 
 from pydantic import SecretStr
 
+from bot.errors import SandboxError
 from discord_emulator import Emulator, EmulatorConfig, User
 from discord_emulator.persist import WorldFile
 from discord_emulator.web import PageConfig, serve_page
-from jobs import (
+from jobs.transport import (
     ID_PATTERN,
     TERMINAL,
     Engine,
@@ -72,10 +73,6 @@ CANCEL_STATES = frozenset({State.CANCELLING, State.CANCELLED})
 # The local Discord's gateway heartbeat interval is Discord's own (41.25 s) unless this is set;
 # a test that watches an idle sandbox through its first heartbeat shortens it.
 HEARTBEAT_ENV = "ERRAND_SANDBOX_HEARTBEAT_INTERVAL_MS"
-
-
-class SandboxError(RuntimeError):
-    """The sandbox cannot start; the message says why and what to do."""
 
 
 @dataclass

@@ -113,6 +113,6 @@ class BotSettings(BaseSettings):
 
 def agent_configured() -> bool:
     """Whether the agent kind has a model: its settings, from the environment or ``.env``."""
-    from jobs import Settings
+    from jobs.transport import Settings
 
     return bool(Settings().agent.configured)

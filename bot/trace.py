@@ -19,7 +19,7 @@ from types import SimpleNamespace
 
 import aiohttp
 
-from jobs import discord_rate_limited, discord_retry
+from bot.metrics import discord_rate_limited, discord_retry
 
 _SCOPES = {"user": "bucket", "global": "global", "shared": "shared"}
 

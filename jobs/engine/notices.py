@@ -24,10 +24,11 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
 import asyncpg
 
+from jobs.engine.ids import incarnation
 from jobs.engine.queries import engine_queries
 from jobs.engine.state import Actor, State
 from jobs.retry import backoff
@@ -131,6 +132,11 @@ def retry_delay(attempt: int, *, base: float, cap: float = 600.0) -> float:
 class Outbox:
     """Claims, delivers, retries and dead-letters the notices of one transport."""
 
+    CHANNEL: ClassVar[str] = OUTBOX_CHANNEL
+    """NOTIFY channel: a transition wrote a notice."""
+    PROGRESS_CHANNEL: ClassVar[str] = PROGRESS_CHANNEL
+    """NOTIFY channel: a job's progress changed (payload: its public id)."""
+
     def __init__(
         self,
         pool: asyncpg.Pool,
@@ -139,12 +145,12 @@ class Outbox:
         lease_seconds: float = 30.0,
         max_attempts: int = 6,
         retry_base_seconds: float = 2.0,
-        owner: str = "",
+        owner: str | None = None,
         partition: tuple[int, Sequence[int]] | None = None,
     ) -> None:
         self.pool = pool
         self.transport = transport
-        self.owner = owner
+        self.owner = owner or incarnation()
         """Who holds the leases this outbox takes (a process id), for operators."""
         self.partition = partition
         self.lease_seconds = lease_seconds

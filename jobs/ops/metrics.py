@@ -3,18 +3,14 @@
 Two kinds of numbers, kept apart on purpose:
 
 - **Process metrics** count what happened in *this* process (transitions it wrote, attempts it
-  ran, cancels it answered, Discord 429s it met). They live in :data:`REGISTRY`, fed by the
-  engine and the worker through :mod:`jobs.engine.observe` (:class:`EngineMetrics`, registered
-  when this module is imported) and by the transport through the hooks below. Sum them over
-  replicas in Prometheus.
+  ran, cancels it answered). They live in :data:`REGISTRY`, fed by the engine and the worker
+  through :mod:`jobs.engine.observe` (:class:`EngineMetrics`, registered when this module is
+  imported). A transport defines its own metrics on the same registry (``bot/metrics.py``: Discord
+  429s, retries, notices delivered), so one ``/metrics`` serves both. Sum them over replicas.
 - **Database gauges** (jobs by state and kind, queue lag, outbox backlog and delivery lag) are
   read from PostgreSQL when ``/metrics`` is scraped (:class:`DatabaseCollector`), so every
   replica reports the same truth; take ``max`` over replicas, never ``sum``.
 
-Hooks for the transport (the Discord bot) — called where the thing happens:
-:func:`discord_rate_limited` and :func:`discord_retry` by ``bot/trace.py`` (discord.py's HTTP
-answers, 429s and 5xx, seen through its ``http_trace``) and by delivery (network failures);
-:func:`notice_delivered` and :func:`notice_dead_lettered` by ``bot/delivery.py``.
 """
 
 from __future__ import annotations
@@ -104,37 +100,6 @@ CANCELS = Counter(
     ["outcome"],
     registry=REGISTRY,
 )
-DISCORD_RATE_LIMITS = Counter(
-    "errand_discord_rate_limits",
-    "HTTP 429 answers from Discord, by scope (bucket, global, shared).",
-    ["scope"],
-    registry=REGISTRY,
-)
-DISCORD_RETRIES = Counter(
-    "errand_discord_retries",
-    "Discord requests retried by the transport, by reason (rate_limit, server_error, network).",
-    ["reason"],
-    registry=REGISTRY,
-)
-NOTICES_DELIVERED = Counter(
-    "errand_notices_delivered",
-    "Outbox notices this process delivered, by topic.",
-    ["topic"],
-    registry=REGISTRY,
-)
-NOTICE_DELIVERY_LAG = Histogram(
-    "errand_notice_delivery_lag_seconds",
-    "From an outbox notice's creation to its delivery.",
-    buckets=_LATENCY_BUCKETS,
-    registry=REGISTRY,
-)
-NOTICES_DEAD_LETTERED = Counter(
-    "errand_notices_dead_lettered",
-    "Outbox notices this process gave up on (dead-lettered), by topic.",
-    ["topic"],
-    registry=REGISTRY,
-)
-
 # -- what the engine and the worker tell us (jobs/engine/observe.py) --------------------------
 
 
@@ -189,30 +154,6 @@ ENGINE_METRICS = EngineMetrics()
 # Registered on import: whatever process imports this module (every one that serves /metrics)
 # counts what its engine and worker do from then on.
 observe.register(ENGINE_METRICS)
-
-
-# -- hooks called by the transport (the Discord bot) -----------------------------------------
-
-
-def discord_rate_limited(scope: str = "bucket") -> None:
-    """Discord answered 429. ``scope``: ``bucket``, ``global`` or ``shared``."""
-    DISCORD_RATE_LIMITS.labels(scope).inc()
-
-
-def discord_retry(reason: str) -> None:
-    """The transport retries a Discord request (``rate_limit``, ``server_error``, ``network``)."""
-    DISCORD_RETRIES.labels(reason).inc()
-
-
-def notice_delivered(topic: str, lag_seconds: float) -> None:
-    """An outbox notice was delivered ``lag_seconds`` after it was created."""
-    NOTICES_DELIVERED.labels(topic).inc()
-    NOTICE_DELIVERY_LAG.observe(max(0.0, lag_seconds))
-
-
-def notice_dead_lettered(topic: str) -> None:
-    """An outbox notice was dead-lettered (delivery gave up; ``errand outbox retry`` revives)."""
-    NOTICES_DEAD_LETTERED.labels(topic).inc()
 
 
 # -- database gauges, read at scrape time ----------------------------------------------------
@@ -313,10 +254,6 @@ __all__: list[str] = [
     "REGISTRY",
     "DatabaseCollector",
     "EngineMetrics",
-    "discord_rate_limited",
-    "discord_retry",
     "exposed",
-    "notice_dead_lettered",
-    "notice_delivered",
     "samples",
 ]

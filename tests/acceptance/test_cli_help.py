@@ -121,7 +121,7 @@ async def test_status_shows_the_task_progress_and_the_result_or_the_reason(
 # its line is written only as the process ends.
 _ONE_LINE_CLI = """
 import typer
-from jobs import run_cli
+from jobs.transport import run_cli
 app = typer.Typer()
 @app.command()
 def hello() -> None:

@@ -1,5 +1,6 @@
 """The layout's rules, read from the source with ``ast``: imports point one way, the Discord side
-enters the engine only through ``jobs``' public API, and SQL names no job state by hand.
+enters the engine only through its two doors (``jobs``, ``jobs.transport``), and SQL names no job
+state by hand.
 
 Every import statement counts, wherever it is: at the top, inside a function, or under
 ``if TYPE_CHECKING:`` (an import hidden there still ties the two modules together).
@@ -125,39 +126,87 @@ def test_no_import_cycle_among_project_modules(package: str) -> None:
     assert found == []
 
 
-def test_no_jobs_module_imports_the_jobs_root() -> None:
-    """jobs/__init__.py is the public API and imports everything lazily; a module inside jobs/
-    importing it back would make a cycle its lazy loading only hides."""
+DOORS = ("jobs", "jobs.transport")
+
+
+def test_no_jobs_module_imports_a_door() -> None:
+    """The doors (jobs/__init__.py, jobs/transport.py) load everything lazily; a module inside
+    jobs/ importing one back would make a cycle its lazy loading only hides."""
     offenders = [
         f"{imp.importer}:{imp.line}"
         for name, path in project_modules().items()
-        if name.startswith("jobs.")
+        if name.startswith("jobs.") and name not in DOORS
         for imp in imports_in(path, ROOT)
-        if imp.module == "jobs"
+        if imp.module in DOORS
     ]
     assert offenders == []
 
 
-def test_every_public_name_of_jobs_is_what_it_says_even_after_every_module_is_loaded() -> None:
-    """``from jobs import backoff`` must give the function, not the module ``jobs.backoff``:
-    importing a submodule sets an attribute of that name on the package, which would hide the
-    lazily loaded export of the same name. So no export is named like a submodule of jobs."""
+@pytest.mark.parametrize("door", DOORS)
+def test_every_public_name_of_a_door_is_what_it_says_even_after_every_module_is_loaded(
+    door: str,
+) -> None:
+    """``from jobs.transport import backoff`` must give the function, not a module: importing a
+    submodule sets an attribute of that name on its package, which would hide the lazily loaded
+    export of the same name. Each name is the object its ``TYPE_CHECKING`` import names."""
     import importlib
 
-    import jobs
+    from jobs.lazy import origins
 
     for name in project_modules():
         if name.split(".")[0] == "jobs":
             importlib.import_module(name)
+    module = importlib.import_module(door)
     wrong = {}
-    for public in jobs.__all__:
-        value = getattr(jobs, public)
-        module = importlib.import_module(jobs._EXPORTS[public])
-        expected = getattr(module, jobs._RENAMED.get(public, public))
-        if value is not expected:
+    for public, (where, attribute) in origins(door).items():
+        value = getattr(module, public)
+        if value is not getattr(importlib.import_module(where), attribute):
             wrong[public] = repr(value)[:80]
     assert wrong == {}
-    assert sorted(jobs.__all__) == sorted(jobs._EXPORTS)
+    assert sorted(module.__all__) == sorted(origins(door))
+    assert sorted(dir(module)) == sorted(module.__all__)
+
+
+def test_a_name_a_door_does_not_export_is_an_attribute_error() -> None:
+    import jobs
+    import jobs.transport
+
+    with pytest.raises(AttributeError, match="JobStore"):
+        _ = jobs.JobStore  # a transport's name, not a kind author's
+    with pytest.raises(AttributeError, match="kind"):
+        _ = jobs.transport.kind
+
+
+def test_the_public_api_is_small() -> None:
+    """What a kind author and a transport may use, together (issue 29: about 30). The bound
+    shrinks as the processes' assembly moves behind one name."""
+    import jobs
+    import jobs.transport
+
+    assert len(jobs.__all__) <= 12
+    assert len(set(jobs.__all__) | set(jobs.transport.__all__)) <= 50
+
+
+def test_every_errand_exception_is_an_errand_error() -> None:
+    """Every exception class defined in jobs/ and bot/ derives from ErrandError."""
+    import importlib
+
+    from jobs import ErrandError
+
+    strays = []
+    for name in project_modules():
+        if name.split(".")[0] not in {"jobs", "bot"}:
+            continue
+        module = importlib.import_module(name)
+        for attr, value in vars(module).items():
+            if (
+                isinstance(value, type)
+                and issubclass(value, BaseException)
+                and value.__module__ == name
+                and not issubclass(value, ErrandError)
+            ):
+                strays.append(f"{name}.{attr}")
+    assert strays == []
 
 
 # -- who may import whom ---------------------------------------------------------------------
@@ -170,8 +219,10 @@ SETTINGS_MAY_IMPORT = {"jobs.runtime.budget"}
 
 
 def layer(module: str) -> int:
+    if module in DOORS:
+        return 5  # the public API sits above every layer
     parts = module.split(".")
-    return LAYERS.get(parts[1], 0) if len(parts) > 1 else 5  # the root: the public API
+    return LAYERS.get(parts[1], 0) if len(parts) > 1 else 5
 
 
 def test_jobs_layers_import_only_downwards() -> None:
@@ -215,19 +266,24 @@ def test_jobs_never_imports_bot_discord_or_the_emulator() -> None:
     assert offenders == []
 
 
-def test_bot_imports_only_the_public_api_of_jobs() -> None:
-    """bot/ uses ``from jobs import X`` with X in ``jobs.__all__``, and nothing deeper (no
-    jobs.engine..., jobs.ops...)."""
-    import jobs
+def test_bot_imports_only_the_doors_of_jobs() -> None:
+    """bot/ uses ``from jobs import X`` / ``from jobs.transport import X`` with X in that door's
+    ``__all__``, and nothing deeper (no jobs.engine..., jobs.ops...)."""
+    import importlib
 
-    offenders = [
-        f"{imp.importer}:{imp.line} {imp.module} {sorted(set(imp.names) - set(jobs.__all__))}"
-        for name, path in project_modules().items()
-        if name.split(".")[0] == "bot"
-        for imp in imports_in(path, ROOT)
-        if imp.module.startswith("jobs.")
-        or (imp.module == "jobs" and (not imp.names or not set(imp.names) <= set(jobs.__all__)))
-    ]
+    offenders = []
+    for name, path in project_modules().items():
+        if name.split(".")[0] != "bot":
+            continue
+        for imp in imports_in(path, ROOT):
+            if imp.module.split(".")[0] != "jobs":
+                continue
+            if imp.module not in DOORS or not imp.names:
+                offenders.append(f"{imp.importer}:{imp.line} {imp.module}")
+                continue
+            missing = set(imp.names) - set(importlib.import_module(imp.module).__all__)
+            if missing:
+                offenders.append(f"{imp.importer}:{imp.line} {imp.module} {sorted(missing)}")
     assert offenders == []
 
 

@@ -17,7 +17,7 @@ def test_errand_has_the_engine_commands_and_the_bot_commands_side_by_side() -> N
     """`errand --help` lists every engine command and `bot`, `run`, `sandbox`; the engine's own
     app keeps only its commands (the bot adds to the root, not to it)."""
     from bot.cli import app, bot_app
-    from jobs import cli_app
+    from jobs.transport import cli_app
 
     engine = _commands(cli_app)
     assert {"migrate", "worker", "prune", "job", "outbox"} <= engine
@@ -32,7 +32,7 @@ def test_run_cli_ends_through_system_exit_unless_an_entry_point_asks_for_the_fas
     """``jobs.run_cli`` is public: a caller composing its own entry point keeps its cleanup
     (``finally``, ``pytest.raises``); only ``fast_exit=True`` (``errand``'s own ``main``) ends
     the process without the interpreter's teardown."""
-    from jobs import run_cli
+    from jobs.transport import run_cli
 
     app = typer.Typer()
 

@@ -10,7 +10,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.discord_io import Stopping, Turns
+from bot.discord_io import Turns
+from bot.errors import Stopping
 from bot.pacer import (
     EDIT,
     NOTICE,

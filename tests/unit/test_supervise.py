@@ -10,7 +10,8 @@ import socket
 
 import pytest
 
-from jobs import incarnation, supervise
+from jobs.engine.ids import incarnation
+from jobs.transport import supervise
 
 
 async def _forever() -> None:

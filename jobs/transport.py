@@ -1,0 +1,45 @@
+"""The transport door: what a transport such as ``bot/`` uses of the engine, and nothing else.
+
+The store and its rows (submit, cancel, status), the outbox of notices a transport delivers,
+the refusals a caller maps to messages, settings and the engine's processes and CLI (for an entry
+point that composes them with its own), and the few shared mechanisms (logging, secrets,
+backoff, the metrics registry, named SQL). Kind authors use
+:mod:`jobs` instead. Names load on first use (:mod:`jobs.lazy`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from jobs.lazy import exports
+
+if TYPE_CHECKING:
+    from jobs.engine.db import UNAVAILABLE
+    from jobs.engine.ids import PATTERN as ID_PATTERN
+    from jobs.engine.ids import normalize as normalize_id
+    from jobs.engine.notices import Notice, Outbox
+    from jobs.engine.queries import Queries
+    from jobs.engine.state import TERMINAL, Actor, State
+    from jobs.engine.store import JobStore, Submission
+    from jobs.engine.views import JobStatus, JobView
+    from jobs.errors import NotAllowed, Refused, UnknownJob
+    from jobs.kinds.command import default_catalog_path
+    from jobs.logs import get_logger
+    from jobs.ops.app import Engine, open_engine, stop_on_signals
+    from jobs.ops.cli import app as cli_app
+    from jobs.ops.cli import fail as cli_fail
+    from jobs.ops.cli import load_settings
+    from jobs.ops.cli import run as run_cli
+    from jobs.ops.health import Check as HealthCheck
+    from jobs.ops.health import HealthServer, start_health, worker_check
+    from jobs.ops.metrics import REGISTRY as METRICS
+    from jobs.retry import backoff
+    from jobs.runtime.registry import Registry
+    from jobs.runtime.worker import Worker, exit_if_abandoned
+    from jobs.secrets import register as register_secret
+    from jobs.secrets import scrub
+    from jobs.settings import Settings
+    from jobs.tasks import supervise
+
+if not TYPE_CHECKING:
+    __getattr__, __dir__, __all__ = exports(globals())
