@@ -30,6 +30,7 @@ import discord
 from discord import app_commands
 
 from bot import authz, render
+from bot.discord_io import NO_PINGS
 from bot.queries import sql
 from bot.settings import BotSettings, agent_configured
 from jobs import ErrandError
@@ -58,7 +59,6 @@ TASK_FIELDS = ("prompt", "task", "text")
 
 NO_SUCH_JOB = "No such job."
 NO_JOB_HERE = "Give a job id, or ask inside a job's thread."
-NO_PINGS = discord.AllowedMentions.none()
 # Kinds that need a model endpoint (ERRAND_AGENT_*): not suggested when this process has
 # none. Still accepted when typed: workers elsewhere may hold the model settings, and a worker
 # without them fails the job at once saying what to set.
