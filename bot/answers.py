@@ -22,7 +22,8 @@ from typing import Any
 import discord
 
 from bot import render
-from bot.discord_io import NO_ANSWER, NO_PINGS
+from bot.discord_io import NO_ANSWER
+from bot.render import NO_PINGS
 from jobs.transport import JobStore, State, UnknownJob, get_logger
 
 log = get_logger("bot.answers")

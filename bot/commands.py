@@ -30,8 +30,8 @@ import discord
 from discord import app_commands
 
 from bot import authz, render
-from bot.discord_io import NO_PINGS
 from bot.queries import sql
+from bot.render import NO_PINGS
 from bot.settings import BotSettings, agent_configured
 from jobs import ErrandError
 from jobs.transport import (

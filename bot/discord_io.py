@@ -20,6 +20,7 @@ from bot import render
 from bot.cancel import cancel_view
 from bot.errors import Stopping
 from bot.pacer import NOTICE, SETUP, TERMINAL_EDIT, Pacer
+from bot.render import NO_PINGS
 
 # Discord error codes handled on purpose.
 UNKNOWN_MESSAGE = 10008
@@ -33,8 +34,6 @@ THREADS = {
 }
 THREADABLE = {discord.ChannelType.text.value, discord.ChannelType.news.value}
 FORUMS = {discord.ChannelType.forum.value, discord.ChannelType.media.value}
-
-NO_PINGS = discord.AllowedMentions.none()
 
 
 def describe(exc: discord.HTTPException) -> str:

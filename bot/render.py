@@ -17,6 +17,8 @@ import discord
 from jobs.transport import TERMINAL, Actor, JobStatus, JobView, Notice, State, scrub
 
 MAX_CONTENT = 2000
+NO_PINGS = discord.AllowedMentions.none()
+"""Allowed mentions that ping nobody, for every message that must not notify anyone."""
 BAR_WIDTH = 12
 
 ICONS: dict[State, str] = {
