@@ -37,6 +37,8 @@ from .state import (
     DM,
     FLAG_LOADING,
     FORUM,
+    MSG_USER_JOIN,
+    SUPPRESS_JOIN_NOTIFICATIONS,
     TEXT,
     Application,
     Channel,
@@ -51,6 +53,13 @@ from .state import (
 )
 
 T = TypeVar("T")
+
+
+class Unset:
+    """The type of :data:`UNSET`: an argument not given, where None means something."""
+
+
+UNSET = Unset()
 
 # A bot invited with the usual scopes: read/send/thread/manage its own threads and messages.
 DEFAULT_BOT_PERMISSIONS = (
@@ -250,7 +259,38 @@ class Control(Hub):
             data = self.state.member_payload(member)
             data["guild_id"] = str(g.id)
             self._guild_changed(g, "GUILD_MEMBER_ADD", data)
+        self._announce_join(g, member.user_id)
         return member
+
+    def _announce_join(self, guild: Guild, user_id: int) -> None:
+        # Discord posts a USER_JOIN (type 7) message by the newcomer in the system channel,
+        # unless SUPPRESS_JOIN_NOTIFICATIONS is set
+        # (https://discord.com/developers/docs/resources/guild#guild-object-system-channel-flags).
+        channel = self.state.channels.get(guild.system_channel_id or 0)
+        if channel is None or guild.system_channel_flags & SUPPRESS_JOIN_NOTIFICATIONS:
+            return
+        self.actions.create_message(channel, user_id, {}, msg_type=MSG_USER_JOIN)
+
+    def edit_guild(
+        self,
+        guild: Ref,
+        *,
+        name: str | None = None,
+        system_channel: Ref | Unset | None = UNSET,
+        system_channel_flags: int | None = None,
+    ) -> Guild:
+        """Change a guild as its owner would in the server settings (the name, the system
+        channel, where join notices go, or None for none; its flags); the bot receives
+        GUILD_UPDATE."""
+        g = self.state.guilds[ref_id(guild)]
+        if name is not None:
+            g.name = name
+        if not isinstance(system_channel, Unset):
+            g.system_channel_id = ref_id(system_channel) if system_channel is not None else None
+        if system_channel_flags is not None:
+            g.system_channel_flags = system_channel_flags
+        self._guild_changed(g, "GUILD_UPDATE", self.state.guild_payload(g))
+        return g
 
     def create_channel(
         self,

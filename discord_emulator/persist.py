@@ -57,6 +57,8 @@ def dump_world(emu: Control) -> dict[str, Any]:
                 "roles": [asdict(r) for r in g.roles.values()],
                 "members": [asdict(m) for m in g.members.values()],
                 "channel_ids": list(g.channel_ids),
+                "system_channel_id": g.system_channel_id,
+                "system_channel_flags": g.system_channel_flags,
             }
             for g in s.guilds.values()
         ],
@@ -106,6 +108,9 @@ def load_world(emu: Control, data: dict[str, Any]) -> None:
             roles={r["id"]: Role(**r) for r in raw["roles"]},
             members={m["user_id"]: Member(**m) for m in raw["members"]},
             channel_ids=list(raw["channel_ids"]),
+            # Absent from worlds saved before system channels were emulated.
+            system_channel_id=raw.get("system_channel_id"),
+            system_channel_flags=raw.get("system_channel_flags", 0),
         )
         s.guilds[guild.id] = guild
     s.channels = {}

@@ -26,7 +26,10 @@ FLAG_LOADING = 1 << 7
 
 # https://discord.com/developers/docs/resources/message#message-object-message-types
 MSG_DEFAULT, MSG_THREAD_CREATED, MSG_REPLY, MSG_CHAT_INPUT_COMMAND = 0, 18, 19, 20
-MSG_CHANNEL_PINNED_MESSAGE = 6
+MSG_CHANNEL_PINNED_MESSAGE, MSG_USER_JOIN = 6, 7
+
+# https://discord.com/developers/docs/resources/guild#guild-object-system-channel-flags
+SUPPRESS_JOIN_NOTIFICATIONS = 1 << 0
 
 # Application flags for an unverified bot with all privileged intents switched on
 # (GATEWAY_PRESENCE_LIMITED, GATEWAY_GUILD_MEMBERS_LIMITED, GATEWAY_MESSAGE_CONTENT_LIMITED).
@@ -126,6 +129,10 @@ class Guild:
     roles: dict[int, Role] = field(default_factory=dict)
     members: dict[int, Member] = field(default_factory=dict)
     channel_ids: list[int] = field(default_factory=list)
+    # Where Discord posts guild notices such as member joins (None: nowhere), and which of
+    # them it leaves out (SUPPRESS_JOIN_NOTIFICATIONS, ...).
+    system_channel_id: int | None = None
+    system_channel_flags: int = 0
 
 
 @dataclass
@@ -485,8 +492,8 @@ class State:
             "features": [],
             "mfa_level": 0,
             "application_id": None,
-            "system_channel_id": None,
-            "system_channel_flags": 0,
+            "system_channel_id": str(guild.system_channel_id) if guild.system_channel_id else None,
+            "system_channel_flags": guild.system_channel_flags,
             "rules_channel_id": None,
             "public_updates_channel_id": None,
             "safety_alerts_channel_id": None,

@@ -245,6 +245,32 @@ async def test_reaction_roles(emu: Emulator) -> None:
     assert member.roles == []
 
 
+async def test_new_member(emu: Emulator) -> None:
+    world = make_world(emu)
+    guild, channel = world.guild, world.channel
+    quiet = emu.create_guild("Quiet")  # no system channel
+    quiet_channel = emu.create_channel(quiet, "general")
+    emu.edit_guild(guild, system_channel=channel)
+    async with run_example(emu, "new_member.py"):
+        bob = emu.create_user("bob")
+        emu.add_member(guild, bob)
+        await bot_says(emu, channel, f"Welcome <@{bob.id}> to Test Guild!")
+        carol = emu.create_user("carol")
+        emu.add_member(quiet, carol)
+        emu.edit_guild(guild, system_channel_flags=1)  # SUPPRESS_JOIN_NOTIFICATIONS
+        dave = emu.create_user("dave")
+        emu.add_member(guild, dave)
+        await bot_says(emu, channel, f"Welcome <@{dave.id}> to Test Guild!")
+    # Discord's own join notice (USER_JOIN, type 7) comes first, unless suppressed (dave).
+    assert [(m.type, m.author_id, m.content) for m in emu.history(channel)] == [
+        (7, bob.id, ""),
+        (0, emu.bot_user.id, f"Welcome <@{bob.id}> to Test Guild!"),
+        (0, emu.bot_user.id, f"Welcome <@{dave.id}> to Test Guild!"),
+    ]
+    # Carol's join was handled before dave's: where there is no system channel, no welcome.
+    assert emu.history(quiet_channel) == []
+
+
 # ----- views --------------------------------------------------------------------------------
 
 
