@@ -251,3 +251,40 @@ class Claim:
             resume_state=r["checkpoint"],
             since_due=r["since_due"],
         )
+
+
+@dataclass(frozen=True)
+class JobFilter:
+    """What an operator's job list shows: each field narrows it; None means any."""
+
+    states: tuple[State, ...] = ()
+    kind: str | None = None
+    requester: str | None = None
+    origin_group: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    text: str | None = None
+    """Words in the task or the parameters (case-insensitive, taken literally)."""
+
+    def params(self) -> dict[str, Any]:
+        """The named parameters of ``job_matching`` (jobs/engine/sql/job.sql)."""
+        text = self.text.strip() if self.text else ""
+        # ILIKE's wildcards, taken literally: a search for "50%" finds "50%".
+        literal = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        return {
+            "states": [s.value for s in self.states] or None,
+            "kind": self.kind or None,
+            "requester": self.requester or None,
+            "origin_group": self.origin_group or None,
+            "since": self.since,
+            "until": self.until,
+            "text": literal or None,
+        }
+
+
+@dataclass(frozen=True)
+class JobPage:
+    """One page of a job list, and where the next one starts (None: this is the last)."""
+
+    jobs: list[JobView]
+    after: tuple[datetime, int] | None

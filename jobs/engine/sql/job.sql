@@ -110,6 +110,27 @@ WHERE (:states::job_state[] IS NULL OR state = ANY(:states))
 ORDER BY created_at DESC, id DESC
 LIMIT :limit;
 
+-- name: job_search_count
+-- How many jobs the filters match, counted up to :cap (what a bulk action would touch).
+SELECT count(*) FROM (
+    SELECT 1 FROM job_matching(:states, :kind, :requester, :origin_group, :since, :until, :text)
+    LIMIT :cap
+) AS matched;
+
+-- name: job_search_newest
+-- One page of the operator's job list, newest first after a (created_at, id) cursor.
+SELECT * FROM job_matching(:states, :kind, :requester, :origin_group, :since, :until, :text)
+WHERE :after_at::timestamptz IS NULL OR (created_at, id) < (:after_at, :after_id::bigint)
+ORDER BY created_at DESC, id DESC
+LIMIT :limit;
+
+-- name: job_search_oldest
+-- The same page, oldest first.
+SELECT * FROM job_matching(:states, :kind, :requester, :origin_group, :since, :until, :text)
+WHERE :after_at::timestamptz IS NULL OR (created_at, id) > (:after_at, :after_id::bigint)
+ORDER BY created_at, id
+LIMIT :limit;
+
 -- name: job_claim
 -- Claim up to :limit due jobs in one statement (an implicit transaction): lock them skipping
 -- rows others hold, open an attempt on each, move them to running with the attempt as fencing

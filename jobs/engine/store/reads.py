@@ -1,18 +1,27 @@
-"""Reading jobs: one job, one job with its whole record, recent jobs."""
+"""Reading jobs: one job, one job with its whole record, recent jobs, an operator's search."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
 from jobs.engine.ids import normalize
 from jobs.engine.state import State
 from jobs.engine.store.base import Base
-from jobs.engine.views import AttemptView, EventView, JobStatus, JobView, jsonable
+from jobs.engine.views import (
+    AttemptView,
+    EventView,
+    JobFilter,
+    JobPage,
+    JobStatus,
+    JobView,
+    jsonable,
+)
 from jobs.errors import UnknownJob
 
 
 class Reads(Base):
-    """``get``, ``status`` and ``list_jobs``."""
+    """``get``, ``status``, ``list_jobs``, ``search`` and ``count``."""
 
     async def get(self, public_id: str) -> JobView:
         """One job. Raises UnknownJob."""
@@ -63,3 +72,30 @@ class Reads(Base):
             limit=limit,
         )
         return [JobView.from_record(r) for r in records]
+
+    async def search(
+        self,
+        where: JobFilter,
+        *,
+        after: tuple[datetime, int] | None = None,
+        newest_first: bool = True,
+        limit: int = 50,
+    ) -> JobPage:
+        """One page of the jobs ``where`` matches, after the cursor ``after``."""
+        records = await self.sql.fetch(
+            self.pool,
+            "job_search_newest" if newest_first else "job_search_oldest",
+            **where.params(),
+            after_at=after[0] if after else None,
+            after_id=after[1] if after else None,
+            limit=limit + 1,  # one more: whether a next page exists
+        )
+        jobs = [JobView.from_record(r) for r in records[:limit]]
+        more = len(records) > limit and jobs
+        return JobPage(jobs, (jobs[-1].created_at, jobs[-1].id) if more else None)
+
+    async def count(self, where: JobFilter, *, cap: int) -> int:
+        """How many jobs ``where`` matches, counted up to ``cap``."""
+        return int(
+            await self.sql.fetchval(self.pool, "job_search_count", **where.params(), cap=cap)
+        )
