@@ -25,6 +25,7 @@ from .state import (
     PRIVATE_THREAD,
     PUBLIC_THREAD,
     Channel,
+    Guild,
     Message,
     State,
     ThreadMeta,
@@ -348,6 +349,15 @@ class Actions:
                 channel_id=channel.id,
             )
         self.publish("message_delete", data, channel_id=msg.channel_id, message_id=msg.id)
+
+    # ----- channels ----------------------------------------------------------------------
+    def add_channel(self, guild: Guild, channel: Channel) -> None:
+        """A new guild channel: stored, then CHANNEL_CREATE (GUILDS intent)."""
+        self.state.channels[channel.id] = channel
+        guild.channel_ids.append(channel.id)
+        payload = self.state.channel_payload(channel)
+        self.emu.gateway.dispatch("CHANNEL_CREATE", payload, guild_id=guild.id)
+        self.publish("channel_create", payload, guild_id=guild.id)
 
     # ----- members -----------------------------------------------------------------------
     def set_member_roles(self, guild_id: int, user_id: int, roles: list[int]) -> None:

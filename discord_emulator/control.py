@@ -313,9 +313,7 @@ class Control(Hub):
             parent_id=ref_id(parent) if parent is not None else None,
             topic=topic,
         )
-        self.state.channels[channel.id] = channel
-        g.channel_ids.append(channel.id)
-        self._guild_changed(g, "CHANNEL_CREATE", self.state.channel_payload(channel))
+        self.actions.add_channel(g, channel)
         return channel
 
     def create_forum(self, guild: Ref, name: str, **kwargs: Any) -> Channel:

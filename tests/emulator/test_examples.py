@@ -271,6 +271,46 @@ async def test_new_member(emu: Emulator) -> None:
     assert emu.history(quiet_channel) == []
 
 
+async def test_secret(emu: Emulator) -> None:
+    guild = emu.create_guild(
+        "Secrets", bot_permissions=DEFAULT_BOT_PERMISSIONS | permissions.MANAGE_CHANNELS
+    )
+    channel = emu.create_channel(guild, "general")
+    alice = emu.create_user("alice")
+    emu.add_member(guild, alice)
+    agents = emu.create_role(guild, "agents")
+    bot = f"<@{emu.bot_user.id}>"
+    async with run_example(emu, "secret.py"):
+        # commands.when_mentioned: messages that mention the bot carry their content even
+        # without the message content intent, which this example does not ask for.
+        emu.send_message(alice, channel, f"{bot} secret")
+        await bot_says(emu, channel, "Shh!")
+        emu.send_message(alice, channel, f"{bot} secret text hideout <@&{agents.id}> <@{alice.id}>")
+        text = await emu.wait_until(lambda: named(emu, guild.id, "hideout"))
+        emu.send_message(alice, channel, f"{bot} secret voice lounge <@&{agents.id}>")
+        voice = await emu.wait_until(lambda: named(emu, guild.id, "lounge"))
+    assert (text.type, voice.type) == (0, 2)
+    assert text.topic == (
+        "Top secret text channel. Any leakage of this channel may result in serious trouble."
+    )
+    view = permissions.VIEW_CHANNEL
+    assert sorted((o.id, o.type, o.allow, o.deny) for o in text.overwrites) == sorted(
+        [
+            (agents.id, 0, view, 0),
+            (alice.id, 1, view, 0),
+            (guild.id, 0, 0, view),  # @everyone
+            (emu.bot_user.id, 1, view, 0),
+        ]
+    )
+    assert permissions.channel_permissions(emu.state, voice, alice.id) == 0
+    assert permissions.channel_permissions(emu.state, text, alice.id) & view
+
+
+def named(emu: Emulator, guild_id: int, name: str) -> Channel | None:
+    guild = emu.state.guilds[guild_id]
+    return next((emu.channel(c) for c in guild.channel_ids if emu.channel(c).name == name), None)
+
+
 # ----- views --------------------------------------------------------------------------------
 
 
