@@ -26,6 +26,7 @@ from .state import (
     PUBLIC_THREAD,
     Channel,
     Guild,
+    Member,
     Message,
     State,
     ThreadMeta,
@@ -367,10 +368,14 @@ class Actions:
         if member.roles == roles:
             return
         member.roles = roles
+        self.member_updated(member)
+
+    def member_updated(self, member: Member) -> None:
+        """GUILD_MEMBER_UPDATE (GUILD_MEMBERS intent) with the whole member and ``guild_id``."""
         data = self.state.member_payload(member)
-        data["guild_id"] = str(guild_id)
-        self.emu.gateway.dispatch("GUILD_MEMBER_UPDATE", data, guild_id=guild_id)
-        self.publish("guild_member_update", data, guild_id=guild_id)
+        data["guild_id"] = str(member.guild_id)
+        self.emu.gateway.dispatch("GUILD_MEMBER_UPDATE", data, guild_id=member.guild_id)
+        self.publish("guild_member_update", data, guild_id=member.guild_id)
 
     # ----- pins --------------------------------------------------------------------------
     # https://discord.com/developers/docs/resources/message#pin-message; Gateway: Channel Pins

@@ -24,12 +24,14 @@ READ_MESSAGE_HISTORY = 1 << 16
 MENTION_EVERYONE = 1 << 17
 USE_EXTERNAL_EMOJIS = 1 << 18
 CHANGE_NICKNAME = 1 << 26
+MANAGE_NICKNAMES = 1 << 27
 MANAGE_ROLES = 1 << 28
 USE_APPLICATION_COMMANDS = 1 << 31
 MANAGE_THREADS = 1 << 34
 CREATE_PUBLIC_THREADS = 1 << 35
 CREATE_PRIVATE_THREADS = 1 << 36
 SEND_MESSAGES_IN_THREADS = 1 << 38
+MODERATE_MEMBERS = 1 << 40
 PIN_MESSAGES = 1 << 51
 
 # Every flag up to BYPASS_SLOWMODE (1 << 52), the highest documented bit.
@@ -65,6 +67,12 @@ DM_PERMISSIONS = (
 )
 
 
+# "Timed out members will temporarily lose all permissions except VIEW_CHANNEL and
+# READ_MESSAGE_HISTORY. Owners and admin users with ADMINISTRATOR permissions are exempt."
+# (https://discord.com/developers/docs/topics/permissions#permissions-for-timed-out-members)
+TIMED_OUT_KEEPS = VIEW_CHANNEL | READ_MESSAGE_HISTORY
+
+
 def base_permissions(state: State, guild_id: int, user_id: int) -> int:
     guild = state.guilds[guild_id]
     if guild.owner_id == user_id:
@@ -79,6 +87,8 @@ def base_permissions(state: State, guild_id: int, user_id: int) -> int:
                 perms |= role.permissions
     if perms & ADMINISTRATOR:
         return ALL
+    if member is not None and member.timed_out(state.clock.time()):
+        return perms & TIMED_OUT_KEEPS
     return perms
 
 
@@ -114,6 +124,9 @@ def channel_permissions(state: State, channel: Channel, user_id: int) -> int:
     # Implicit permissions: no View Channel means nothing else applies in that channel.
     if not perms & VIEW_CHANNEL:
         return 0
+    if member is not None and member.timed_out(state.clock.time()):
+        # Overwrites give a timed-out member nothing back.
+        return perms & TIMED_OUT_KEEPS
     return perms
 
 

@@ -101,6 +101,12 @@ class Member:
     roles: list[int]
     joined_at: float
     nick: str | None = None
+    # When the member's timeout ends (Unix seconds), or None: not timed out.
+    communication_disabled_until: float | None = None
+
+    def timed_out(self, now: float) -> bool:
+        until = self.communication_disabled_until
+        return until is not None and until > now
 
 
 @dataclass
@@ -339,7 +345,11 @@ class State:
             "pending": False,
             "flags": 0,
             "premium_since": None,
-            "communication_disabled_until": None,
+            "communication_disabled_until": (
+                self.clock.iso(member.communication_disabled_until)
+                if member.communication_disabled_until is not None
+                else None
+            ),
         }
         if with_user:
             data["user"] = self.users[member.user_id].payload()

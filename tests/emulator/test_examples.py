@@ -555,3 +555,33 @@ async def test_modals_basic(emu: Emulator) -> None:
         submitted = await emu.submit_modal(world.alice, opened, values)
         thanks = await submitted.wait_original()
     assert (thanks.content, thanks.ephemeral) == ("Thanks for your feedback, Bob!", True)
+
+
+async def test_modals_label_times_a_member_out(emu: Emulator) -> None:
+    guild = emu.create_guild(
+        "Moderated", bot_permissions=DEFAULT_BOT_PERMISSIONS | permissions.MODERATE_MEMBERS
+    )
+    channel = emu.create_channel(guild, "general")
+    alice, bob = emu.create_user("alice"), emu.create_user("bob")
+    emu.add_member(guild, alice)
+    emu.add_member(guild, bob)
+    fill = {"TEST_GUILD = discord.Object(0)": f"TEST_GUILD = discord.Object({guild.id})"}
+    async with run_example(emu, "modals/label.py", fill=fill):
+        opened = await emu.invoke_slash(alice, channel, "timeout", {"member": bob})
+        await opened.wait_response()
+        assert opened.interaction.modal is not None
+        inputs = modal_inputs_by_label(opened.interaction.modal)
+        values = {inputs["Duration"]: ["300"], inputs["Reason"]: "spam"}
+        done = await (await emu.submit_modal(alice, opened, values)).wait_original()
+    member = guild.members[bob.id]
+    assert member.communication_disabled_until is not None
+    until = int(member.communication_disabled_until)
+    assert abs(until - (emu.clock.time() + 300)) < 5  # the 5 minutes chosen
+    assert (done.content, done.ephemeral) == (
+        f"Timeout <@{bob.id}> until <t:{until}> with reason: spam",
+        True,
+    )
+    # A timed-out member keeps only View Channel and Read Message History.
+    assert permissions.channel_permissions(emu.state, channel, bob.id) == (
+        permissions.VIEW_CHANNEL | permissions.READ_MESSAGE_HISTORY
+    )

@@ -3,6 +3,8 @@ overwrites a bot may set)."""
 
 from __future__ import annotations
 
+import datetime as dt
+
 import discord
 import pytest
 from discord.ext import commands
@@ -72,3 +74,72 @@ async def test_create_channel_form_limits_and_overwrites(emu: Emulator, world: W
         "Rooms",
         "lounge",
     ]
+
+
+def members_bot() -> commands.Bot:
+    intents = discord.Intents.default()
+    intents.members = True
+    return commands.Bot(command_prefix="!", intents=intents, guild_ready_timeout=0.05)
+
+
+async def test_timeouts_follow_moderate_members_the_hierarchy_and_28_days(
+    emu: Emulator, world: World
+) -> None:
+    guild_id = world.guild.id
+    admin = emu.create_user("admin")
+    emu.add_member(world.guild, admin)
+    emu.create_role(world.guild, "admins", permissions.ADMINISTRATOR, members=[admin])
+    async with running_bot(emu, members_bot()) as bot:
+        guild = bot.get_guild(guild_id)
+        assert guild is not None
+        alice = guild.get_member(world.alice.id)
+        assert alice is not None
+        soon = discord.utils.utcnow() + dt.timedelta(minutes=10)
+        with pytest.raises(discord.Forbidden) as exc:
+            await alice.timeout(soon)
+        assert exc.value.code == 50013  # no Moderate Members
+        emu.create_role(world.guild, "mods", permissions.MODERATE_MEMBERS, members=[emu.bot_user])
+        with pytest.raises(discord.HTTPException) as exc:
+            await alice.timeout(discord.utils.utcnow() + dt.timedelta(days=28, minutes=1))
+        assert (exc.value.status, exc.value.code) == (400, 50035)
+        assert "INVALID_COMMUNICATION_DISABLED_TIMESTAMP" in str(emu.requests[-1].body)
+        for untouchable in (world.guild.owner_id, admin.id):
+            target = guild.get_member(untouchable)
+            assert target is not None
+            with pytest.raises(discord.Forbidden) as exc:
+                await target.timeout(soon)
+            assert exc.value.code == 50013
+        await alice.timeout(soon, reason="spam")
+        await emu.wait_until(lambda: alice.is_timed_out())
+        assert alice.timed_out_until == soon
+        await alice.timeout(None)
+        await emu.wait_until(lambda: not alice.is_timed_out())
+    assert world.guild.members[world.alice.id].communication_disabled_until is None
+
+
+async def test_modify_member_nick_roles_and_voice(emu: Emulator, world: World) -> None:
+    low = emu.create_role(world.guild, "low")
+    bot_role = emu.create_role(
+        world.guild,
+        "nicks",
+        permissions.MANAGE_NICKNAMES | permissions.MANAGE_ROLES,
+        members=[emu.bot_user],
+    )
+    high = emu.create_role(world.guild, "high")
+    async with running_bot(emu, members_bot()) as bot:
+        guild = bot.get_guild(world.guild.id)
+        assert guild is not None
+        alice = guild.get_member(world.alice.id)
+        assert alice is not None
+        with pytest.raises(discord.Forbidden) as exc:
+            await alice.edit(roles=[guild.get_role(high.id)])  # type: ignore[list-item]
+        assert exc.value.code == 50013
+        with pytest.raises(discord.HTTPException) as exc:
+            await alice.edit(mute=True)
+        assert (exc.value.status, exc.value.code) == (400, 40032)
+        edited = await alice.edit(nick="Ali", roles=[guild.get_role(low.id)])  # type: ignore[list-item]
+        assert edited is not None
+        assert (edited.nick, [r.id for r in edited.roles[1:]]) == ("Ali", [low.id])
+    member = world.guild.members[world.alice.id]
+    assert (member.nick, member.roles) == ("Ali", [low.id])
+    assert bot_role.position < high.position
