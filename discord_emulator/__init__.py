@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from . import permissions
 from .client import patched
+from .component_input import Upload
 from .control import DEFAULT_BOT_PERMISSIONS, InteractionHandle
 from .errors import DiscordError
 from .events import EmulatorEvent, Subscription
@@ -58,6 +59,7 @@ __all__ = [
     "RequestRecord",
     "Role",
     "Subscription",
+    "Upload",
     "User",
     "patched",
     "permissions",

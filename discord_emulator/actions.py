@@ -107,22 +107,28 @@ class Actions:
             upload = by_index.get(int(key)) if key.isdigit() else None
             if upload is None:
                 continue
-            att_id = self.state.new_id()
-            self.state.attachment_bytes[att_id] = upload.data
             name = item.get("filename") or upload.filename
-            url = f"{self.emu.base_url}/attachments/{channel_id}/{att_id}/{name}"
-            att: dict[str, Any] = {
-                "id": str(att_id),
-                "filename": name,
-                "size": len(upload.data),
-                "url": url,
-                "proxy_url": url,
-                "content_type": upload.content_type or "application/octet-stream",
-            }
+            att = self.store_attachment(channel_id, name, upload.data, upload.content_type)
             if item.get("description"):
                 att["description"] = item["description"]
             result.append(att)
         return result
+
+    def store_attachment(
+        self, channel_id: int, filename: str, data: bytes, content_type: str | None
+    ) -> dict[str, Any]:
+        """Keep an uploaded file, served at the attachment object's ``url``."""
+        att_id = self.state.new_id()
+        self.state.attachment_bytes[att_id] = data
+        url = f"{self.emu.base_url}/attachments/{channel_id}/{att_id}/{filename}"
+        return {
+            "id": str(att_id),
+            "filename": filename,
+            "size": len(data),
+            "url": url,
+            "proxy_url": url,
+            "content_type": content_type or "application/octet-stream",
+        }
 
     def _reference(self, raw: Any, *, reply: bool = True) -> dict[str, Any] | None:
         """A reply's message_reference; an unknown target is a form error unless

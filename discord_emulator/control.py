@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from aiohttp import web
 
 from . import permissions as P
+from .component_input import modal_inputs, modal_submission, pick
 from .events import EmulatorEvent, Subscription
 from .hub import Hub
 from .interaction_builder import (
@@ -29,8 +30,6 @@ from .interaction_builder import (
     InteractionRefused,
     Ref,
     find_component,
-    modal_inputs,
-    modal_submission,
     ref_id,
 )
 from .state import (
@@ -435,9 +434,11 @@ class Control(Hub):
         return self._dispatch_interaction(AUTOCOMPLETE, user, ch, data)
 
     async def click(
-        self, user: Ref, message: Ref, custom_id: str, *, values: list[str] | None = None
+        self, user: Ref, message: Ref, custom_id: str, *, values: list[Any] | None = None
     ) -> InteractionHandle:
-        """Click a button (or choose ``values`` in a select menu) on a message."""
+        """Click a button, or choose ``values`` in a select menu on a message: option values
+        for a string select, users, roles or channels (or their ids) for the others. Choices
+        the menu would not offer raise :class:`InteractionRefused`."""
         msg = self.state.messages[ref_id(message)]
         component = find_component(msg.components, custom_id)
         if component is None:
@@ -446,7 +447,10 @@ class Control(Hub):
             raise ValueError(f"component {custom_id!r} is disabled")
         data: dict[str, Any] = {"custom_id": custom_id, "component_type": component["type"]}
         if values is not None or component["type"] != 2:
-            data["values"] = list(values or [])
+            channel = self.state.channels[msg.channel_id]
+            data["values"], resolved = pick(self._builder(), component, list(values or []), channel)
+            if resolved:
+                data["resolved"] = resolved
         return self._dispatch_interaction(
             MESSAGE_COMPONENT, user, msg.channel_id, data, message=msg
         )
@@ -454,19 +458,28 @@ class Control(Hub):
     async def submit_modal(
         self, user: Ref, handle: InteractionHandle, values: dict[str, Any]
     ) -> InteractionHandle:
-        """Submit the modal the bot opened (response type 9) with ``{custom_id: value}``;
-        text inputs take strings, selects take lists."""
+        """Submit the modal the bot opened (response type 9) with ``{custom_id: value}``:
+        text inputs take strings, selects lists (as :meth:`click`), file uploads lists of
+        :class:`~discord_emulator.component_input.Upload`. What Discord's client would not
+        let through (a required input left empty, text over ``max_length``...) raises
+        :class:`InteractionRefused`."""
         modal = handle.interaction.modal
         if modal is None:
             raise LookupError("the bot did not answer this interaction with a modal")
         unknown = set(values) - set(modal_inputs(modal.get("components") or []))
         if unknown:
             raise LookupError(f"no inputs {sorted(unknown)} in modal {modal.get('custom_id')!r}")
-        data = {
-            "custom_id": modal.get("custom_id"),
-            "components": modal_submission(modal.get("components") or [], values),
-        }
         parent = handle.interaction
+        components, resolved = modal_submission(
+            self._builder(),
+            modal.get("components") or [],
+            values,
+            self.state.channels[parent.channel_id],
+            self.actions.store_attachment,
+        )
+        data: dict[str, Any] = {"custom_id": modal.get("custom_id"), "components": components}
+        if resolved:
+            data["resolved"] = resolved
         message = self.state.messages.get(parent.message_id) if parent.message_id else None
         return self._dispatch_interaction(
             MODAL_SUBMIT, user, parent.channel_id, data, message=message

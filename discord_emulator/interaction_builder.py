@@ -3,8 +3,9 @@
 :class:`InteractionBuilder` turns "``/job status id:X`` typed by alice in #general" into the
 ``data`` Discord's client sends (options typed from the synced command schema, user/channel/role
 options resolved) and the full interaction payload the bot receives. It only reads state: the
-control API (:mod:`discord_emulator.control`) stores the interaction and dispatches it. The
-modal and component helpers find a clicked component and mirror a modal's layout on submit.
+control API (:mod:`discord_emulator.control`) stores the interaction and dispatches it;
+:func:`find_component` finds a clicked component (what a user enters in one is
+:mod:`discord_emulator.component_input`).
 
 Shapes from https://discord.com/developers/docs/interactions/receiving-and-responding#interaction-object
 and https://discord.com/developers/docs/interactions/application-commands.
@@ -118,6 +119,8 @@ class InteractionBuilder:
             if otype in (USER, CHANNEL, ROLE, MENTIONABLE):
                 vid = ref_id(value)
                 entry["value"] = str(vid)
+                if otype == CHANNEL:
+                    self.check_channel_type(opt, vid)
                 self.resolve(resolved, vid, guild_id)
             elif otype == INTEGER and opt["name"] != focused:
                 entry["value"] = int(value)
@@ -134,6 +137,17 @@ class InteractionBuilder:
                 check_option_value(opt, entry["value"])
             out.append(entry)
         return out, resolved
+
+    def check_channel_type(self, opt: dict[str, Any], channel_id: int) -> None:
+        """A channel option lists only the ``channel_types`` it declares (Application Commands:
+        Option Structure); Discord's client offers no other channel."""
+        types = opt.get("channel_types")
+        channel = self.state.channels.get(channel_id)
+        if types and channel is not None and channel.type not in types:
+            raise InteractionRefused(
+                f"option {opt['name']!r} takes channel types {types}, "
+                f"not channel {channel_id} (type {channel.type})"
+            )
 
     def resolve(self, resolved: dict[str, Any], vid: int, guild_id: int | None) -> None:
         """Add a user/member, channel or role option's object to ``data.resolved``."""
@@ -281,44 +295,6 @@ def check_option_value(opt: dict[str, Any], value: Any) -> None:
             raise InteractionRefused(f"option {name!r} must be at least {low}")
         if high is not None and value > high:
             raise InteractionRefused(f"option {name!r} must be at most {high}")
-
-
-def modal_inputs(components: list[dict[str, Any]]) -> list[str]:
-    """The custom_ids of every input in a modal (inside action rows or labels)."""
-    found: list[str] = []
-    for comp in components:
-        if comp.get("custom_id"):
-            found.append(comp["custom_id"])
-        found += modal_inputs(comp.get("components") or [])
-        if isinstance(comp.get("component"), dict):
-            found += modal_inputs([comp["component"]])
-    return found
-
-
-def modal_submission(
-    components: list[dict[str, Any]], values: dict[str, Any]
-) -> list[dict[str, Any]]:
-    """Mirror the modal's layout (action rows or labels) with the submitted values."""
-    out: list[dict[str, Any]] = []
-    for comp in components:
-        ctype = comp.get("type")
-        if ctype == 1:
-            out.append(
-                {"type": 1, "components": modal_submission(comp.get("components") or [], values)}
-            )
-        elif ctype == 18 and isinstance(comp.get("component"), dict):
-            inner = modal_submission([comp["component"]], values)
-            if inner:
-                out.append({"type": 18, "id": comp.get("id", 0), "component": inner[0]})
-        elif comp.get("custom_id"):
-            cid = comp["custom_id"]
-            entry: dict[str, Any] = {"type": ctype, "custom_id": cid, "id": comp.get("id", 0)}
-            if ctype == 4:
-                entry["value"] = str(values.get(cid, comp.get("value") or ""))
-            else:
-                entry["values"] = [str(v) for v in values.get(cid, [])]
-            out.append(entry)
-    return out
 
 
 def find_component(components: list[dict[str, Any]], custom_id: str) -> dict[str, Any] | None:

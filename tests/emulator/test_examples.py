@@ -13,9 +13,17 @@ import hashlib
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import aiohttp
 import pytest
 
-from discord_emulator import DEFAULT_BOT_PERMISSIONS, Emulator, Message, permissions
+from discord_emulator import (
+    DEFAULT_BOT_PERMISSIONS,
+    Emulator,
+    InteractionRefused,
+    Message,
+    Upload,
+    permissions,
+)
 from discord_emulator.state import Channel
 from discord_emulator.testing import World, fast_config, make_world
 
@@ -359,6 +367,10 @@ async def test_views_dropdown(emu: Emulator) -> None:
         emu.send_message(world.alice, world.channel, "$colour")
         menu = await bot_says(emu, world.channel, "Pick your favourite colour:")
         (select,) = [c for c in components_of(menu) if c["type"] == 3]
+        # min_values=1, max_values=1: Discord's client sends exactly one of the options.
+        for wrong in ([], ["Red", "Blue"], ["Purple"]):
+            with pytest.raises(InteractionRefused):
+                await emu.click(world.alice, menu, select["custom_id"], values=wrong)
         handle = await emu.click(world.alice, menu, select["custom_id"], values=["Green"])
         answer = await handle.wait_original()
     assert [o["label"] for o in select["options"]] == ["Red", "Green", "Blue"]
@@ -476,6 +488,60 @@ async def test_views_tic_tac_toe(emu: Emulator) -> None:
     ]
 
 
+def select_of(msg: Message, ctype: int) -> dict[str, Any]:
+    (found,) = [c for c in components_of(msg) if c["type"] == ctype]
+    return found
+
+
+async def test_views_settings(emu: Emulator) -> None:
+    world = make_world(emu)
+    alice, channel = world.alice, world.channel
+    bob = emu.create_user("bob")
+    emu.add_member(world.guild, bob)
+    voice = emu.create_channel(world.guild, "lounge", type=2)
+    bot = f"<@{emu.bot_user.id}>"
+    async with run_example(emu, "views/settings.py"):
+        emu.send_message(alice, channel, f"{bot} settings")
+        panel = await bot_says(emu, channel)
+
+        async def choose(ctype: int, values: list[Any]) -> None:
+            await (
+                await emu.click(alice, panel, select_of(panel, ctype)["custom_id"], values=values)
+            ).wait_response()
+
+        await choose(3, ["banana"])  # the fruit
+        # The channel select offers text channels and public threads only.
+        with pytest.raises(InteractionRefused):
+            await emu.click(alice, panel, select_of(panel, 8)["custom_id"], values=[voice])
+        await choose(8, [channel])
+        await choose(5, [alice, bob])  # the members to mention
+        count = await emu.click(alice, panel, custom_id(panel, "1"))
+        await count.wait_response()
+        assert count.interaction.modal is not None
+        (row,) = count.interaction.modal["components"]
+        (field,) = row["components"]
+        assert (field["label"], field["value"]) == ("Count", "1")
+        await (await emu.submit_modal(alice, count, {field["custom_id"]: "3"})).wait_response()
+        await (await emu.click(alice, panel, custom_id(panel, "\N{BELL} Enabled"))).wait_response()
+        shown = [c.get("label") for c in components_of(panel) if c["type"] == 2]
+        finish = await emu.click(alice, panel, custom_id(panel, "Finish"))
+        (saved,) = await finish.wait_followups()
+        await emu.wait_until(lambda: panel.deleted)
+        asked = emu.send_message(alice, channel, f"{bot} send")
+        sent = await bot_says(emu, channel, after=asked.id)
+    assert shown == ["3", "\N{BELL WITH CANCELLATION STROKE} Disabled", "Finish"]
+    fruits = select_of(panel, 3)["options"]
+    assert [o["value"] for o in fruits if o.get("default")] == ["banana"]
+    defaults = {t: select_of(panel, t)["default_values"] for t in (8, 5)}
+    assert defaults == {
+        8: [{"id": channel.id, "type": "channel"}],
+        5: [{"id": alice.id, "type": "user"}, {"id": bob.id, "type": "user"}],
+    }
+    assert (saved.content, saved.ephemeral) == ("Settings saved.", True)
+    assert sent.content == f"<@{alice.id}> <@{bob.id}> 🍌 🍌 🍌"
+    assert sent.flags & (1 << 12)  # SUPPRESS_NOTIFICATIONS: the "silent" setting
+
+
 # ----- application commands and modals -------------------------------------------------------
 
 
@@ -505,14 +571,21 @@ async def test_app_commands_basic(emu: Emulator) -> None:
 async def test_app_commands_transformers(emu: Emulator) -> None:
     world = make_world(emu)
     alice, channel = world.alice, world.channel
+    voice = emu.create_channel(world.guild, "lounge", type=2)
+    forum = emu.create_forum(world.guild, "ideas")
     async with run_example(emu, "app_commands/transformers.py", fill=guild_fill(world)):
         add = await emu.invoke_slash(alice, channel, "add", {"first": 5, "second": 7})
         info = await emu.invoke_slash(alice, channel, "channel-info", {"channel": channel})
+        voice_info = await emu.invoke_slash(alice, channel, "channel-info", {"channel": voice})
+        # Union[VoiceChannel, TextChannel] declares channel_types [2, 0]: a forum is not offered.
+        with pytest.raises(InteractionRefused, match="channel types"):
+            await emu.invoke_slash(alice, channel, "channel-info", {"channel": forum})
         shop = await emu.invoke_slash(alice, channel, "shop", {"action": "Buy", "item": "apple"})
         fruit = await emu.invoke_slash(alice, channel, "fruit", {"fruit": 1})
         graph = await emu.invoke_slash(alice, channel, "graph", {"point": "1, 2"})
         graph3d = await emu.invoke_slash(alice, channel, "graph3d", {"point": "1,2,3"})
         answers = [await h.wait_original() for h in (add, info, shop, fruit, graph, graph3d)]
+        voice_answer = await voice_info.wait_original()
     added, channel_info, *rest = answers
     assert (added.content, added.ephemeral) == ("5 + 7 = 12", True)
     (embed,) = channel_info.embeds
@@ -522,6 +595,8 @@ async def test_app_commands_transformers(emu: Emulator) -> None:
         ("ID", str(channel.id)),
         ("Type", "Text"),
     ]
+    (voice_embed,) = voice_answer.embeds
+    assert voice_embed["fields"][2] == {"name": "Type", "value": "Voice", "inline": True}
     assert [m.content for m in rest] == [
         "Action: Buy\nItem: apple",
         "<Fruits.banana: 1>",
@@ -536,7 +611,7 @@ def modal_inputs_by_label(modal: dict[str, Any]) -> dict[str, str]:
     for comp in modal["components"]:
         if comp["type"] == 18:
             found[comp["label"]] = comp["component"]["custom_id"]
-        else:
+        elif comp["type"] == 1:
             for inner in comp["components"]:
                 found[inner["label"]] = inner["custom_id"]
     return found
@@ -551,10 +626,49 @@ async def test_modals_basic(emu: Emulator) -> None:
         ).wait_response()
         assert opened.interaction.modal is not None
         inputs = modal_inputs_by_label(opened.interaction.modal)
-        values = {inputs["Name"]: "Bob", inputs["What do you think of this new feature?"]: "Nice"}
-        submitted = await emu.submit_modal(world.alice, opened, values)
+        name, feedback = inputs["Name"], inputs["What do you think of this new feature?"]
+        # Discord's client sends neither an empty required input nor one over max_length.
+        with pytest.raises(InteractionRefused, match="required"):
+            await emu.submit_modal(world.alice, opened, {feedback: "Nice"})
+        with pytest.raises(InteractionRefused, match="at most 300"):
+            await emu.submit_modal(world.alice, opened, {name: "Bob", feedback: "x" * 301})
+        submitted = await emu.submit_modal(world.alice, opened, {name: "Bob", feedback: "x" * 300})
         thanks = await submitted.wait_original()
     assert (thanks.content, thanks.ephemeral) == ("Thanks for your feedback, Bob!", True)
+
+
+async def test_modals_report_with_an_uploaded_image(emu: Emulator) -> None:
+    world = make_world(emu)
+    reports = emu.create_channel(world.guild, "reports")
+    fill = guild_fill(world, "TEST_GUILD = discord.Object(0)")
+    fill["REPORTS_CHANNEL_ID = 0"] = f"REPORTS_CHANNEL_ID = {reports.id}"
+    png = b"\x89PNG\r\n\x1a\n" + b"\0" * 64
+    async with run_example(emu, "modals/report.py", fill=fill):
+        opened = await emu.invoke_slash(world.alice, world.channel, "report")
+        await opened.wait_response()
+        assert opened.interaction.modal is not None
+        inputs = modal_inputs_by_label(opened.interaction.modal)
+        values = {
+            inputs["Topic"]: ["Bug"],
+            inputs["Title"]: "Crash on /ping",
+            inputs["Description"]: "It crashes.",
+            inputs["Images"]: [Upload("crash.png", png, "image/png")],
+        }
+        with pytest.raises(InteractionRefused, match="no option 'Crash'"):
+            await emu.submit_modal(world.alice, opened, {**values, inputs["Topic"]: ["Crash"]})
+        thanks = await (await emu.submit_modal(world.alice, opened, values)).wait_original()
+        report = await bot_says(emu, reports)
+    assert (thanks.content, thanks.ephemeral) == (
+        "Thank you for your report! We will look into it shortly.",
+        True,
+    )
+    texts = [c["content"] for c in components_of(report) if c["type"] == 10]
+    assert texts[:3] == ["-# User Report\n## Bug", "### Crash on /ping", ">>> It crashes."]
+    assert texts[3].startswith(f"-# Reported by alice (ID: {world.alice.id}) | <t:")
+    (gallery,) = [c for c in components_of(report) if c["type"] == 12]
+    (item,) = gallery["items"]
+    async with aiohttp.ClientSession() as http, http.get(item["media"]["url"]) as resp:
+        assert await resp.read() == png  # the uploaded file, served at its attachment url
 
 
 async def test_modals_label_times_a_member_out(emu: Emulator) -> None:
