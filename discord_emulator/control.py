@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 from aiohttp import web
 
+from . import errors
 from . import permissions as P
 from .component_input import modal_inputs, modal_submission, pick
 from .events import EmulatorEvent, Subscription
@@ -24,8 +25,10 @@ from .hub import Hub
 from .interaction_builder import (
     APPLICATION_COMMAND,
     AUTOCOMPLETE,
+    MESSAGE_COMMAND,
     MESSAGE_COMPONENT,
     MODAL_SUBMIT,
+    USER_COMMAND,
     InteractionBuilder,
     InteractionRefused,
     Ref,
@@ -357,6 +360,32 @@ class Control(Hub):
             self.actions.ensure_writable_thread(ch, can_manage=False)
         return self.actions.create_message(ch, ref_id(user), body)
 
+    def edit_message(self, user: Ref, message: Ref, content: str, **payload: Any) -> Message:
+        """``user`` edits their own message (MESSAGE_UPDATE); Discord's client offers editing
+        only to the author, and not in an archived thread (50083)."""
+        msg = self.state.messages[ref_id(message)]
+        if msg.author_id != ref_id(user) or msg.deleted:
+            raise PermissionError(f"user {ref_id(user)} cannot edit message {msg.id}")
+        meta = self.state.channels[msg.channel_id].thread
+        if meta is not None and meta.archived:
+            raise errors.thread_archived()
+        return self.actions.edit_message(msg, {**payload, "content": content})
+
+    def delete_message(self, user: Ref, message: Ref) -> None:
+        """``user`` deletes a message (MESSAGE_DELETE): their own, or in a guild channel where
+        they have Manage Messages (Message resource: Delete Message)."""
+        msg = self.state.messages[ref_id(message)]
+        uid = ref_id(user)
+        if msg.deleted:
+            raise LookupError(f"message {msg.id} is already deleted")
+        channel = self.state.channels[msg.channel_id]
+        may_manage = channel.guild_id is not None and P.has(
+            P.channel_permissions(self.state, channel, uid), P.MANAGE_MESSAGES
+        )
+        if msg.author_id != uid and not may_manage:
+            raise PermissionError(f"user {uid} cannot delete message {msg.id}")
+        self.actions.delete_message(msg)
+
     def set_accepts_dms(self, user: Ref, accepts: bool) -> None:
         """The user's "Allow direct messages from server members" setting; when off the bot's
         messages to their DM fail with 50007."""
@@ -421,6 +450,43 @@ class Control(Hub):
         builder = self._builder()
         builder.check_command_permission(ref_id(user), ch, command.strip().lstrip("/").split()[0])
         data = builder.command_data(command, options, ch, None)
+        return self._dispatch_interaction(APPLICATION_COMMAND, user, ch, data)
+
+    async def invoke_user_command(
+        self, user: Ref, channel: Ref, command: str, target: Ref
+    ) -> InteractionHandle:
+        """Run the user command (context menu: Apps) ``command`` on ``target`` as ``user``,
+        e.g. ``await emu.invoke_user_command(alice, chan, "Show Join Date", bob)``."""
+        ch = self.state.channels[ref_id(channel)]
+        _refuse_in_archived_thread(ch)
+        uid = ref_id(user)
+        builder = self._builder()
+        builder.check_command_permission(uid, ch, command, USER_COMMAND)
+        needed = P.SEND_MESSAGES_IN_THREADS if ch.is_thread else P.SEND_MESSAGES
+        if ch.guild_id is not None and not P.has(
+            P.channel_permissions(self.state, ch, uid), needed
+        ):
+            # "A user must have permission to send text messages in the channel they invoke a
+            # user command in" (Application Commands: User Commands); the client says
+            # Permission Denied and sends nothing.
+            raise InteractionRefused(f"the user may not send messages in {ch.id}")
+        target_user = self.state.users[ref_id(target)]
+        data = builder.context_menu_data(command, USER_COMMAND, target_user, ch)
+        return self._dispatch_interaction(APPLICATION_COMMAND, uid, ch, data)
+
+    async def invoke_message_command(
+        self, user: Ref, message: Ref, command: str
+    ) -> InteractionHandle:
+        """Run the message command (context menu: Apps) ``command`` on ``message`` as
+        ``user``, in the message's channel."""
+        msg = self.state.messages[ref_id(message)]
+        if msg.deleted or msg.ephemeral:
+            raise LookupError(f"message {msg.id} is not in its channel for {ref_id(user)}")
+        ch = self.state.channels[msg.channel_id]
+        _refuse_in_archived_thread(ch)
+        builder = self._builder()
+        builder.check_command_permission(ref_id(user), ch, command, MESSAGE_COMMAND)
+        data = builder.context_menu_data(command, MESSAGE_COMMAND, msg, ch)
         return self._dispatch_interaction(APPLICATION_COMMAND, user, ch, data)
 
     async def autocomplete(

@@ -86,6 +86,29 @@ async def http_send_message(request: web.Request) -> web.Response:
     return web.json_response(emu.state.message_payload(msg))
 
 
+async def http_edit_message(request: web.Request) -> web.Response:
+    emu = _emu(request)
+    body = await _json(request)
+    try:
+        msg = emu.edit_message(
+            int(body["user_id"]), int(request.match_info["message_id"]), body.get("content", "")
+        )
+    except PermissionError as exc:
+        return web.json_response({"error": str(exc)}, status=403)
+    return web.json_response(emu.state.message_payload(msg))
+
+
+async def http_delete_message(request: web.Request) -> web.Response:
+    emu = _emu(request)
+    try:
+        emu.delete_message(int(request.query["user_id"]), int(request.match_info["message_id"]))
+    except PermissionError as exc:
+        return web.json_response({"error": str(exc)}, status=403)
+    except LookupError as exc:
+        return web.json_response({"error": str(exc)}, status=404)
+    return web.Response(status=204)
+
+
 async def http_history(request: web.Request) -> web.Response:
     emu = _emu(request)
     return web.json_response(emu.history_payload(int(request.match_info["channel_id"])))
@@ -94,13 +117,19 @@ async def http_history(request: web.Request) -> web.Response:
 async def http_invoke(request: web.Request) -> web.Response:
     emu = _emu(request)
     body = await _json(request)
+    user, command = int(body["user_id"]), str(body["command"])
+    # type 2 / 3: a user / message command on target_id (Application Command Types).
+    ctype = int(body.get("type", 1))
     try:
-        handle = await emu.invoke_slash(
-            int(body["user_id"]),
-            int(body["channel_id"]),
-            str(body["command"]),
-            body.get("options") or {},
-        )
+        if ctype == 2:
+            channel = int(body["channel_id"])
+            handle = await emu.invoke_user_command(user, channel, command, int(body["target_id"]))
+        elif ctype == 3:
+            handle = await emu.invoke_message_command(user, int(body["target_id"]), command)
+        else:
+            handle = await emu.invoke_slash(
+                user, int(body["channel_id"]), command, body.get("options") or {}
+            )
     except (LookupError, ValueError, PermissionError) as exc:
         return web.json_response({"error": str(exc)}, status=400)
     return web.json_response({"interaction_id": str(handle.id)})
@@ -231,6 +260,8 @@ def add_control_routes(app: web.Application) -> None:
     r.add_post("/_emulator/channels", http_create_channel)
     r.add_delete("/_emulator/channels/{channel_id}", http_delete_channel)
     r.add_post("/_emulator/channels/{channel_id}/messages", http_send_message)
+    r.add_patch("/_emulator/channels/{channel_id}/messages/{message_id}", http_edit_message)
+    r.add_delete("/_emulator/channels/{channel_id}/messages/{message_id}", http_delete_message)
     r.add_get("/_emulator/channels/{channel_id}/history", http_history)
     r.add_post("/_emulator/interactions", http_invoke)
     r.add_post("/_emulator/clicks", http_click)

@@ -36,6 +36,9 @@ Ref = int | User | Member | Role | Channel | Guild | Message | Application
 SUB_COMMAND, SUB_COMMAND_GROUP = 1, 2
 STRING, INTEGER, BOOLEAN, USER, CHANNEL, ROLE, MENTIONABLE, NUMBER = 3, 4, 5, 6, 7, 8, 9, 10
 
+# https://discord.com/developers/docs/interactions/application-commands#application-command-object-application-command-types
+CHAT_INPUT, USER_COMMAND, MESSAGE_COMMAND = 1, 2, 3
+
 # https://discord.com/developers/docs/interactions/receiving-and-responding#interaction-object-interaction-type
 APPLICATION_COMMAND, MESSAGE_COMPONENT, AUTOCOMPLETE, MODAL_SUBMIT = 2, 3, 4, 5
 
@@ -70,8 +73,10 @@ class InteractionBuilder:
                 return cmd
         raise LookupError(f"command {name!r} is not registered (did the bot sync its tree?)")
 
-    def check_command_permission(self, user_id: int, channel: Channel, cmd_name: str) -> None:
-        cmd = self.find_command(channel.guild_id, cmd_name, 1)
+    def check_command_permission(
+        self, user_id: int, channel: Channel, cmd_name: str, ctype: int = CHAT_INPUT
+    ) -> None:
+        cmd = self.find_command(channel.guild_id, cmd_name, ctype)
         needed = cmd.get("default_member_permissions")
         if (
             needed is not None
@@ -181,6 +186,29 @@ class InteractionBuilder:
         data: dict[str, Any] = {"id": cmd["id"], "name": cmd["name"], "type": 1, "options": built}
         if resolved:
             data["resolved"] = resolved
+        if "guild_id" in cmd:
+            data["guild_id"] = cmd["guild_id"]
+        return data
+
+    def context_menu_data(
+        self, name: str, ctype: int, target: User | Message, channel: Channel
+    ) -> dict[str, Any]:
+        """``data`` of a user or message command run on ``target``: its ``target_id`` and the
+        target in ``resolved`` (Application Commands: User Commands, Message Commands)."""
+        cmd = self.find_command(channel.guild_id, name, ctype)
+        check_context(cmd, channel)
+        resolved: dict[str, Any] = {}
+        if isinstance(target, Message):
+            resolved["messages"] = {str(target.id): self.state.message_payload(target)}
+        else:
+            self.resolve(resolved, target.id, channel.guild_id)
+        data: dict[str, Any] = {
+            "id": cmd["id"],
+            "name": cmd["name"],
+            "type": ctype,
+            "target_id": str(target.id),
+            "resolved": resolved,
+        }
         if "guild_id" in cmd:
             data["guild_id"] = cmd["guild_id"]
         return data

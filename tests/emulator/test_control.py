@@ -11,10 +11,11 @@ import aiohttp
 import discord
 from discord.ext import commands
 
-from discord_emulator import Emulator, permissions
+from discord_emulator import Emulator, InteractionHandle, permissions
 from discord_emulator.permissions import channel_permissions
+from discord_emulator.testing import running_bot
 
-from .conftest import World
+from .conftest import World, make_bot
 
 
 async def test_http_control_api(world: World, running: commands.Bot) -> None:
@@ -149,3 +150,44 @@ async def test_replies_reference_their_message(world: World, running: commands.B
     assert answer.type is discord.MessageType.reply
     assert answer.reference is not None
     assert answer.reference.message_id == question.id
+
+
+async def test_http_control_edits_deletes_and_context_menus(emu: Emulator, world: World) -> None:
+    bot = make_bot()
+
+    @bot.tree.context_menu(name="Poke")
+    async def poke(interaction: discord.Interaction, member: discord.Member) -> None:
+        await interaction.response.send_message(f"poked {member.name}")
+
+    @bot.tree.context_menu(name="Quote")
+    async def quote(interaction: discord.Interaction, message: discord.Message) -> None:
+        await interaction.response.send_message(f"> {message.content}")
+
+    async def setup_hook() -> None:
+        await bot.tree.sync()
+
+    bot.setup_hook = setup_hook  # type: ignore[method-assign]
+    base = f"{emu.base_url}/_emulator"
+    alice, channel = world.alice.id, world.channel.id
+    async with running_bot(emu, bot), aiohttp.ClientSession() as http:
+        said = emu.send_message(world.alice, world.channel, "helo")
+        path = f"{base}/channels/{channel}/messages/{said.id}"
+        async with http.patch(path, json={"user_id": str(alice), "content": "hello"}) as resp:
+            assert (resp.status, (await resp.json())["content"]) == (200, "hello")
+        owner = world.guild.owner_id
+        async with http.patch(path, json={"user_id": str(owner), "content": "x"}) as resp:
+            assert resp.status == 403  # only the author edits a message
+        handles = []
+        for body in (
+            {"type": 2, "command": "Poke", "channel_id": str(channel), "target_id": str(alice)},
+            {"type": 3, "command": "Quote", "target_id": str(said.id)},
+        ):
+            async with http.post(f"{base}/interactions", json={"user_id": alice, **body}) as resp:
+                interaction_id = int((await resp.json())["interaction_id"])
+            handles.append(InteractionHandle(emu, emu.state.interactions[interaction_id]))
+        answers = [(await h.wait_original()).content for h in handles]
+        async with http.delete(path, params={"user_id": str(alice)}) as resp:
+            assert resp.status == 204
+    assert answers == ["poked alice", "> hello"]
+    assert said.deleted
+    assert [h.interaction.data["target_id"] for h in handles] == [str(alice), str(said.id)]

@@ -194,6 +194,44 @@ async def test_custom_context(emu: Emulator) -> None:
     assert reacted in (["\N{WHITE HEAVY CHECK MARK}"], ["\N{CROSS MARK}"])
 
 
+async def test_edits(emu: Emulator) -> None:
+    world = make_world(emu)
+    alice, channel = world.alice, world.channel
+    async with run_example(emu, "edits.py"):
+        emu.send_message(alice, channel, "!editme")
+        ten = await bot_says(emu, channel, "10")
+        # While the example sleeps its 3 s before editing, alice edits a message of hers.
+        typo = emu.send_message(alice, channel, "helo")
+        emu.edit_message(alice, typo, "hello")
+        await bot_says(emu, channel, "**alice** edited their message:\nhelo -> hello")
+        with pytest.raises(PermissionError):
+            emu.edit_message(alice, ten, "not hers")
+        await bot_says(emu, channel, "**Example Bot** edited their message:\n10 -> 40", timeout=5)
+    assert [v.content for v in ten.versions] == ["10", "40"]
+    assert [v.content for v in typo.versions] == ["helo", "hello"]
+
+
+async def test_deleted(emu: Emulator) -> None:
+    world = make_world(emu)
+    alice, channel = world.alice, world.channel
+    async with run_example(emu, "deleted.py"):
+        emu.send_message(alice, channel, "!deleteme")
+        await bot_says(
+            emu, channel, "Example Bot has deleted the message: I will delete myself now..."
+        )
+        goodbye = await bot_says(emu, channel, "Goodbye in 3 seconds...")
+        oops = emu.send_message(alice, channel, "oops, wrong channel")
+        emu.delete_message(alice, oops)
+        await bot_says(emu, channel, "alice has deleted the message: oops, wrong channel")
+        with pytest.raises(PermissionError):
+            emu.delete_message(alice, goodbye)  # not hers, and she cannot manage messages
+        await bot_says(
+            emu, channel, "Example Bot has deleted the message: Goodbye in 3 seconds...", timeout=5
+        )
+    first = next(m for m in emu.history(channel) if m.content == "I will delete myself now...")
+    assert [first.deleted, goodbye.deleted, oops.deleted] == [True, True, True]
+
+
 async def test_guessing_game(emu: Emulator) -> None:
     world = make_world(emu)
     async with run_example(emu, "guessing_game.py"):
@@ -552,20 +590,51 @@ def guild_fill(world: World, placeholder: str = "discord.Object(id=0)") -> dict[
 
 async def test_app_commands_basic(emu: Emulator) -> None:
     world = make_world(emu)
-    member = world.guild.members[world.alice.id]
     alice, channel = world.alice, world.channel
-    async with run_example(emu, "app_commands/basic.py", fill=guild_fill(world)):
+    bob = emu.create_user("bob")
+    emu.add_member(world.guild, bob)
+    log = emu.create_channel(world.guild, "mod-log")
+    joined_at = {u.id: int(world.guild.members[u.id].joined_at) for u in (alice, bob)}
+    fill = guild_fill(world)
+    fill["interaction.guild.get_channel(0)"] = f"interaction.guild.get_channel({log.id})"
+    async with run_example(emu, "app_commands/basic.py", fill=fill):
         hello = await emu.invoke_slash(alice, channel, "hello")
         add = await emu.invoke_slash(alice, channel, "add", {"first_value": 2, "second_value": 3})
         send = await emu.invoke_slash(alice, channel, "send", {"text": "hi there"})
         joined = await emu.invoke_slash(alice, channel, "joined")
-        replies = [(await h.wait_original()).content for h in (hello, add, send, joined)]
+        # The context menu commands: Apps > Show Join Date on bob, Report on his message.
+        shown = await emu.invoke_user_command(alice, channel, "Show Join Date", bob)
+        rude = emu.send_message(bob, channel, "something rude")
+        report = await emu.invoke_message_command(alice, rude, "Report to Moderators")
+        replies = [(await h.wait_original()).content for h in (hello, add, send, joined, shown)]
+        thanks = await report.wait_original()
+        logged = await bot_says(emu, log)
+        # A user command needs Send Messages in the channel, else the client refuses it.
+        emu.set_overwrite(channel, alice, deny=permissions.SEND_MESSAGES)
+        with pytest.raises(InteractionRefused):
+            await emu.invoke_user_command(alice, channel, "Show Join Date", bob)
     assert replies == [
         f"Hi, <@{alice.id}>",
         "2 + 3 = 5",
         "hi there",
-        f"alice joined <t:{int(member.joined_at)}>",
+        f"alice joined <t:{joined_at[alice.id]}>",
+        f"bob joined at <t:{joined_at[bob.id]}>",
     ]
+    assert (thanks.content, thanks.ephemeral) == (
+        f"Thanks for reporting this message by <@{bob.id}> to our moderators.",
+        True,
+    )
+    (embed,) = logged.embeds
+    assert (embed["title"], embed["description"], embed["author"]["name"]) == (
+        "Reported Message",
+        "something rude",
+        "bob",
+    )
+    (button,) = components_of_version(logged.versions[0])
+    assert (button["label"], button["url"]) == (
+        "Go to Message",
+        f"https://discord.com/channels/{world.guild.id}/{channel.id}/{rude.id}",
+    )
 
 
 async def test_app_commands_transformers(emu: Emulator) -> None:
