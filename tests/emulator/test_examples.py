@@ -10,7 +10,9 @@ server and extension modules it does not ship) and ``views/embed_like.py`` (rand
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -105,6 +107,15 @@ def test_vendored_examples_are_byte_for_byte_upstream() -> None:
             blob = hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False)
             actual[str(path.relative_to(EXAMPLES))] = blob.hexdigest()
     assert expected == actual
+
+
+def test_every_vendored_example_is_acted_out() -> None:
+    """Each vendored example is run by a test of this file."""
+    source = Path(__file__).read_text(encoding="utf-8")
+    named = set(re.findall(r'"([a-z_/]+\.py)"', source))
+    vendored = {str(p.relative_to(EXAMPLES)) for p in EXAMPLES.rglob("*.py")}
+    assert vendored == named & vendored
+    assert len(vendored) == 27
 
 
 # ----- message commands (discord.ext.commands and on_message) ------------------------------
