@@ -86,14 +86,22 @@ async def transition(
 
 
 async def claim(
-    conn: Conn, *, worker: str, limit: int, lease_seconds: float, kinds: Sequence[str] | None
+    conn: Conn,
+    *,
+    worker: str,
+    limit: int,
+    lease_seconds: float,
+    kinds: Sequence[str] | None,
+    waiting_pid: int | None = None,
+    unlist_at: int = 0,
 ) -> list[Claim]:
     """Claim up to ``limit`` due jobs for ``worker`` in one statement (``job_claim``).
 
     The same rules as :func:`transition`: the move is in the table (checked here), its sources
     come from it (``{claimable}``), every moved job gets its event (a notice when it has an
     origin) in the statement that locks the jobs (``SKIP LOCKED``) and opens their attempts.
-    Without BEGIN/COMMIT: one round trip from the claim to the rows to dispatch.
+    Without BEGIN/COMMIT: one round trip from the claim to the rows to dispatch. The worker's
+    row in ``worker_waiting`` (``waiting_pid``) goes when at least ``unlist_at`` jobs moved.
     """
     check_moves(Actor.WORKER, {State.QUEUED: State.RUNNING})
     records = await engine_queries().fetch(
@@ -103,6 +111,8 @@ async def claim(
         lease_seconds=lease_seconds,
         limit=limit,
         kinds=list(kinds) if kinds is not None else None,
+        waiting_pid=waiting_pid,
+        unlist_at=unlist_at,
     )
     claims = [Claim.from_record(r) for r in records]
     observe.claimed(claims)

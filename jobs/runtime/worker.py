@@ -1,9 +1,11 @@
 """The worker runtime: claims jobs, runs their handlers as asyncio tasks, keeps their leases.
 
 One worker process runs up to ``concurrency`` jobs. It wakes on ``LISTEN errand_job`` (with a
-polling fallback), claims in batches, renews every lease it holds with one statement per
-heartbeat, learns of cancels by ``LISTEN errand_cancel`` *and* by the heartbeat reply (so a missed
-NOTIFY never loses a cancel), records how attempts end in batches, and runs the reaper.
+polling fallback), which a submit sends only while the worker is listed as waiting (it has free
+slots and found nothing to claim; docs/state-machine.md, "Waking a worker"), claims in batches,
+renews every lease it holds with one statement per heartbeat, learns of cancels by ``LISTEN
+errand_cancel`` *and* by the heartbeat reply (so a missed NOTIFY never loses a cancel), records
+how attempts end in batches, and runs the reaper.
 """
 
 from __future__ import annotations
@@ -106,6 +108,9 @@ class Worker:
         self.assets_dir = assets_dir or default_data_dir() / "assets"
         self.running: dict[int, _Running] = {}
         self._wake = asyncio.Event()
+        self._notified = False  # a NOTIFY errand_job came since the last claim
+        # The LISTEN connection's backend under which this worker is listed as waiting, if it is.
+        self._waiting_pid: int | None = None
         self._early_cancels: dict[int, float] = {}  # attempt id -> when its cancel arrived
         self._stopping = asyncio.Event()
         self._finished: list[Finish] = []
@@ -160,6 +165,9 @@ class Worker:
                     await self.store.finish(self._drain())
                 except UNAVAILABLE as exc:  # the leases expire; the reaper settles these jobs
                     log.warning("worker.final_flush_failed", error=str(exc))
+            if self._waiting_pid is not None:  # else submits go on waking a worker that left
+                with contextlib.suppress(*_REAPER_ERRORS):
+                    await self.store.stop_waiting(self._waiting_pid)
             if self.abandoned:
                 log.warning("worker.left_jobs_to_lease_expiry", jobs=self.abandoned)
             log.info("worker.stopped", worker=self.name)
@@ -283,6 +291,7 @@ class Worker:
         return failures
 
     def _on_job(self, *_: Any) -> None:
+        self._notified = True
         self._wake.set()
 
     def _on_cancel(self, _conn: Any, _pid: int, _channel: str, payload: object) -> None:
@@ -307,33 +316,71 @@ class Worker:
         failures = 0
         while not self._stopping.is_set():
             free = self.settings.concurrency - len(self.running)
-            claims: list[Claim] = []
             if free > 0:
                 self._wake.clear()
+                limit = min(free, self.settings.claim_batch)
                 try:
-                    claims = await self.store.claim(
-                        self.name,
-                        limit=min(free, self.settings.claim_batch),
-                        lease_seconds=self.settings.lease_seconds,
-                        kinds=self.registry.names(),
-                    )
+                    claimed = await self._claim(free, limit)
+                    # The queue is empty: list as waiting, and look once more (a submit before
+                    # the listing woke nobody).
+                    listed = not claimed and await self._list_waiting()
                 except UNAVAILABLE as exc:
+                    self._waiting_pid = None  # whether the listing is there is not known
                     failures = await self._unavailable("claim", exc, failures)
                     continue
                 failures = 0
-                for claim in claims:
-                    self._start(claim)
-            if free > 0 and len(claims) == min(free, self.settings.claim_batch):
-                self._check_statistics()  # a backlog: the claim's plan must know of it
-                await asyncio.sleep(0)  # claim again at once
-                continue
-            if free <= 0:
+                if claimed == limit:
+                    self._check_statistics()  # a backlog: the claim's plan must know of it
+                if claimed or listed:
+                    # Claim again at once. While claims find jobs (a burst) the worker stays
+                    # unlisted after its wake-up, so the burst's submits need not wake it.
+                    await asyncio.sleep(0)
+                    continue
+            else:
                 # Every slot is busy: a wake-up that came meanwhile (a NOTIFY) cannot be acted
                 # on, and left set it would end every wait at once, a loop that burns a core
                 # for as long as the slots stay busy. A slot that frees sets it again.
                 self._wake.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=self.settings.poll_seconds)
+
+    async def _claim(self, free: int, limit: int) -> int:
+        """Claim and start up to ``limit`` jobs, with ``free`` slots; how many it claimed.
+
+        The claim takes this worker's listing as waiting away after a NOTIFY (it is awake now:
+        further submits need not wake it) or when it fills every free slot (busy workers are not
+        woken; they claim again when a slot frees).
+        """
+        if self._waiting_pid is not None and (
+            self._listener is None or self._listener.get_server_pid() != self._waiting_pid
+        ):
+            self._waiting_pid = None  # listed under a LISTEN connection since replaced
+        notified, self._notified = self._notified, False
+        claims = await self.store.claim(
+            self.name,
+            limit=limit,
+            lease_seconds=self.settings.lease_seconds,
+            kinds=self.registry.names(),
+            waiting_pid=self._waiting_pid,
+            unlist_at=0 if notified else free,
+        )
+        if notified or len(claims) >= free:
+            self._waiting_pid = None
+        for claim in claims:
+            self._start(claim)
+        return len(claims)
+
+    async def _list_waiting(self) -> bool:
+        """List this worker as waiting for work, unless it is listed or not listening; whether it
+        listed itself (then it must claim once more before it waits: the listing returns once
+        every submit that did not see it has committed, docs/state-machine.md)."""
+        listener = self._listener
+        if self._waiting_pid is not None or listener is None:
+            return False
+        pid = listener.get_server_pid()
+        await self.store.wait_for_jobs(self.name, pid)
+        self._waiting_pid = pid
+        return True
 
     async def _refresh_statistics(self, within: float | None = None) -> None:
         """Have the job table analyzed when its statistics miss a backlog

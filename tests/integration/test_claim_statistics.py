@@ -55,7 +55,16 @@ async def test_a_worker_has_the_job_table_analyzed_at_start_and_when_a_backlog_o
         r[0]
         for r in await pool.fetch(
             "EXPLAIN " + claim.sql,
-            *claim.args({"worker": "w", "lease_seconds": 60.0, "limit": 100, "kinds": ["noop"]}),
+            *claim.args(
+                {
+                    "worker": "w",
+                    "lease_seconds": 60.0,
+                    "limit": 100,
+                    "kinds": ["noop"],
+                    "waiting_pid": None,
+                    "unlist_at": 0,
+                }
+            ),
         )
     )
     assert "Index Scan using job_claimable" in plan, plan

@@ -4,7 +4,7 @@
 
 -- name: job_insert
 -- Create a job unless its idempotency key exists, with its creation event (a notice when it has
--- an origin).
+-- an origin); wakes a waiting worker (job_wake, migrations/0012_worker_waiting.sql).
 WITH ins AS (
     INSERT INTO job (public_id, kind, params, requester, origin, origin_group, idempotency_key,
                      max_attempts, deadline_at)
@@ -21,13 +21,13 @@ WITH ins AS (
            CASE WHEN origin <> '{}'::jsonb THEN now() END
     FROM ins
 )
-SELECT ins.*, pg_notify('errand_job', ins.kind)::text AS _notified FROM ins;
+SELECT ins.*, job_wake(ins.kind) AS _woke FROM ins;
 
 -- name: job_insert_many
 -- Create many jobs at once, each with its creation event (a notice when it has an origin); one
--- NOTIFY per kind; returns how many. Each column but the public id comes as an array (a value
--- per row) or, when every row shares one value, as that value with a NULL array, so a batch of
--- one kind for one requester sends and parses its kind, params and origin once. No ON CONFLICT:
+-- wake-up per kind (job_wake); returns how many. Each column but the public id comes as an array
+-- (a value per row) or, when every row shares one value, as that value with a NULL array, so a
+-- batch of one kind for one requester sends and parses its kind, params and origin once. No ON CONFLICT:
 -- the caller leaves out rows whose idempotency key exists, and a key taken meanwhile fails the
 -- statement (nothing written) and is retried; rows go in key order, so batches that share keys
 -- wait for each other in one order instead of deadlocking.
@@ -63,8 +63,7 @@ WITH input AS (
     FROM ins
 )
 SELECT count(*) AS created,
-       (SELECT count(pg_notify('errand_job', k)) FROM (SELECT DISTINCT kind FROM ins) d(k))
-           AS _notified
+       (SELECT bool_or(job_wake(k)) FROM (SELECT DISTINCT kind FROM ins) d(k)) AS _woke
 FROM ins;
 
 -- name: job_by_idempotency_keys
@@ -137,6 +136,9 @@ LIMIT :limit;
 -- token, and write each one's event (a notice when it has an origin). {claimable} is the
 -- table's sources of "running" for a worker, a constant so that the generic plan can use the
 -- partial index job_claimable (with a parameter each claim would sort every queued job).
+-- The worker's row in worker_waiting (:waiting_pid, its LISTEN connection) goes when the claim
+-- moves at least :unlist_at jobs: 0 after a wake-up (the worker is no longer waiting), its free
+-- slots otherwise (it has none left).
 WITH picked AS (
     SELECT id, state, attempts FROM job
     WHERE state = ANY({claimable}::job_state[]) AND run_at <= now()
@@ -174,6 +176,9 @@ WITH picked AS (
     SELECT id, from_state, 'running', 'worker', current_attempt_id, NULL,
            CASE WHEN origin <> '{}'::jsonb THEN now() END
     FROM moved
+), unlisted AS (
+    DELETE FROM worker_waiting
+    WHERE pid = :waiting_pid AND (SELECT count(*) FROM moved) >= :unlist_at
 )
 SELECT m.id, m.public_id, m.kind, m.params, m.attempts, m.failures, m.max_attempts,
        m.deadline_at, m.checkpoint, m.current_attempt_id, m.from_state,
@@ -279,7 +284,7 @@ SELECT c.id, c.state AS from_state, m.state AS to_state, m.public_id, m.kind,
            WHEN m.id IS NULL THEN NULL
            WHEN m.state = 'cancelling' THEN
                pg_notify('errand_cancel', m.current_attempt_id::text)::text
-           WHEN m.state = 'queued' THEN pg_notify('errand_job', m.kind)::text
+           WHEN m.state = 'queued' THEN job_wake(m.kind)::text
        END AS _notified,
        CASE WHEN m.id IS NOT NULL AND m.origin <> '{}'::jsonb
             THEN pg_notify('errand_outbox', '')::text END AS _outbox_notified

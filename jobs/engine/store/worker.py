@@ -23,7 +23,8 @@ def _policy(finish: Finish) -> Policy:
 
 
 class WorkerVerbs(Base):
-    """``claim``, ``heartbeat``, ``set_progress``, ``finish`` and ``refresh_statistics``."""
+    """``claim``, ``wait_for_jobs``, ``heartbeat``, ``set_progress``, ``finish`` and
+    ``refresh_statistics``."""
 
     async def claim(
         self,
@@ -32,15 +33,40 @@ class WorkerVerbs(Base):
         limit: int,
         lease_seconds: float,
         kinds: Sequence[str] | None = None,
+        waiting_pid: int | None = None,
+        unlist_at: int = 0,
     ) -> list[Claim]:
         """Claim up to ``limit`` due jobs with ``FOR UPDATE SKIP LOCKED``; one attempt each.
 
         One statement, no BEGIN/COMMIT; its rows are all the runtime needs to run them.
+
+        Args:
+            waiting_pid: the worker's listing as waiting (:meth:`wait_for_jobs`), if any, which
+                the claim takes away when it moves at least ``unlist_at`` jobs.
         """
         async with self.pool.acquire() as conn:
             return await claim(
-                conn, worker=worker, limit=limit, lease_seconds=lease_seconds, kinds=kinds
+                conn,
+                worker=worker,
+                limit=limit,
+                lease_seconds=lease_seconds,
+                kinds=kinds,
+                waiting_pid=waiting_pid,
+                unlist_at=unlist_at,
             )
+
+    async def wait_for_jobs(self, worker: str, listener_pid: int) -> None:
+        """List ``worker`` as waiting for work: submits wake it (``NOTIFY errand_job``) from now.
+
+        ``listener_pid`` is the backend of the worker's LISTEN connection. Returns once every
+        submit that did not see the listing has committed: a claim made after this call sees
+        their jobs (docs/state-machine.md, "Waking a worker").
+        """
+        await self.sql.execute(self.pool, "worker_waiting_insert", worker=worker, pid=listener_pid)
+
+    async def stop_waiting(self, listener_pid: int) -> None:
+        """Take a worker's listing as waiting away (it stops, or its listener was replaced)."""
+        await self.sql.execute(self.pool, "worker_waiting_delete", pid=listener_pid)
 
     async def refresh_statistics(self) -> bool:
         """ANALYZE the job table when its statistics miss a large change; True when it ran.
