@@ -56,11 +56,15 @@ class Query:
         Raises:
             TypeError: a parameter is missing or unknown (a programming error).
         """
-        if len(values) != len(self.params) or not all(p in values for p in self.params):
+        try:
+            args = [values[p] for p in self.params]
+        except KeyError:
+            args = []
+        if len(args) != len(values) or len(args) != len(self.params):
             missing = sorted(set(self.params) - set(values))
             unknown = sorted(set(values) - set(self.params))
             raise TypeError(f"{self.name}: missing {missing}, unknown {unknown}")
-        return [values[p] for p in self.params]
+        return args
 
 
 def parse(name: str, text: str, sets: Mapping[str, Any]) -> Query:

@@ -90,9 +90,9 @@ class JobView:
 
     @classmethod
     def from_record(cls, r: Any) -> JobView:
-        names = cls.__dataclass_fields__
-        values = {k: r[k] for k in names if k != "state"}
-        return cls(state=State(r["state"]), **values)
+        values = {k: r[k] for k in _JOB_COLUMNS}
+        values["state"] = State(values["state"])
+        return cls(**values)
 
     @property
     def attempt_line(self) -> str:
@@ -128,6 +128,10 @@ class JobView:
             "started_at": _iso(self.started_at),
             "finished_at": _iso(self.finished_at),
         }
+
+
+_JOB_COLUMNS = tuple(JobView.__dataclass_fields__)
+"""The job table's columns a :class:`JobView` holds (every field)."""
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 import asyncpg
 
+from jobs.engine.lane import Lane
 from jobs.engine.queries import Queries, engine_queries
 
 
@@ -57,3 +58,4 @@ class Base:
         self.registry = registry
         self.quotas = quotas or Quotas()
         self.sql: Queries = engine_queries()
+        self.lane = Lane(pool)  # for one-statement submits made one after another

@@ -1,15 +1,15 @@
 """Creating jobs: one at a time or many in one statement, with idempotency keys and quotas.
 
 A submit validates the parameters with the kind's model and writes the job, its creation event
-(a notice when it has an origin) and its ``NOTIFY`` in one statement; a repeated idempotency
-key returns the job it already made, and a key reused for another request is refused.
+(a notice when it has an origin) and the wake-up of a waiting worker (``job_wake``) in one
+statement; a repeated idempotency key returns the job it already made, and a key reused for
+another request is refused.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -117,11 +117,6 @@ def _collided(exc: asyncpg.UniqueViolationError, index: str) -> bool:
     return index in str(exc.constraint_name or "")
 
 
-@asynccontextmanager
-async def _no_savepoint() -> AsyncIterator[None]:
-    yield
-
-
 class Submits(Base):
     """``submit`` and ``submit_many``."""
 
@@ -171,10 +166,17 @@ class Submits(Base):
         if self.quotas.per_requester is None and (
             self.quotas.per_group is None or origin_group is None
         ):
-            # The fast path: one statement (job, event and notice, NOTIFY) is its own
-            # transaction; no BEGIN/COMMIT, no read before the write.
-            async with self.pool.acquire() as conn:
-                return await self._insert(conn, values)
+            # The fast path: one statement (job, event and notice, wake-up) is its own
+            # transaction; no BEGIN/COMMIT, no read before the write, and a connection kept
+            # from the submit before (jobs/engine/lane.py).
+            conn = await self.lane.take()
+            try:
+                made = await self._insert(conn, values)
+            except BaseException:
+                await self.lane.put(conn, failed=True)
+                raise
+            await self.lane.put(conn)
+            return made
         async with self.pool.acquire() as conn, conn.transaction():
             if idempotency_key is not None:
                 existing = await self.sql.fetchrow(
@@ -189,9 +191,13 @@ class Submits(Base):
         """Insert one job (``job_insert``), retrying a public-id collision."""
         for _ in range(5):
             try:
-                # Inside a transaction (quotas) a savepoint keeps it usable after a collision.
-                savepoint = conn.transaction() if conn.is_in_transaction() else _no_savepoint()
-                async with savepoint:
+                if conn.is_in_transaction():
+                    # Inside a transaction (quotas) a savepoint keeps it usable after a collision.
+                    async with conn.transaction():
+                        record = await self.sql.fetchrow(
+                            conn, "job_insert", public_id=new_public_id(), **values
+                        )
+                else:
                     record = await self.sql.fetchrow(
                         conn, "job_insert", public_id=new_public_id(), **values
                     )
@@ -211,7 +217,7 @@ class Submits(Base):
         """Create many jobs in one statement; each row honours its own idempotency key.
 
         Every job gets what :meth:`submit` gives it (its creation event, a notice when it has an
-        origin, a NOTIFY for workers). All rows are validated first: one bad row raises
+        origin, a wake-up for a waiting worker). All rows are validated first: one bad row raises
         and nothing is created. A row whose key exists (or repeats an earlier row's key in
         this batch) refers to the job that key made.
 
