@@ -44,8 +44,11 @@ class WorkerVerbs(Base):
             waiting_pid: the worker's listing as waiting (:meth:`wait_for_jobs`), if any, which
                 the claim takes away when it moves at least ``unlist_at`` jobs.
         """
-        async with self.pool.acquire() as conn:
-            return await claim(
+        # One statement, one after another from a worker's claim loop: on the lane's connection
+        # (jobs/engine/lane.py), which spares each claim the pool's checkout.
+        conn = await self.lane.take()
+        try:
+            claims = await claim(
                 conn,
                 worker=worker,
                 limit=limit,
@@ -54,6 +57,11 @@ class WorkerVerbs(Base):
                 waiting_pid=waiting_pid,
                 unlist_at=unlist_at,
             )
+        except BaseException:
+            await self.lane.put(conn, failed=True)
+            raise
+        await self.lane.put(conn)
+        return claims
 
     async def wait_for_jobs(self, worker: str, listener_pid: int) -> None:
         """List ``worker`` as waiting for work: submits wake it (``NOTIFY errand_job``) from now.
