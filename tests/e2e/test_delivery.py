@@ -122,6 +122,15 @@ async def test_a_stopping_bot_sends_nothing_new_and_hands_unsent_rows_back_at_on
         errand.bot = bot
         _, job_id = await errand.summon(params="steps=1 step_seconds=0.1")
         await poll(lambda: _state(errand, job_id, "succeeded"))
+        # The answer's own edits (its token's bucket, not the bot's queue) are done and recorded:
+        # what the stop finds is delivery's rounds alone.
+        await poll(
+            lambda: errand.pool.fetchval(
+                "SELECT b.answer_state = 'succeeded' FROM discord_binding b"
+                " JOIN job j ON j.id = b.job_id WHERE j.public_id = $1",
+                job_id,
+            )
+        )
 
         async def leased() -> bool:
             return bool(

@@ -30,8 +30,12 @@ def test_the_emulator_never_imports_errand() -> None:
     assert {k: v for k, v in offenders.items() if v} == {}
 
 
-# A named query run through Queries' verbs: ``sql.fetch(conn, "name", ...)``.
-_USED = re.compile(r'\.(?:fetch|fetchrow|fetchval|execute)\(\s*[\w.()]+,\s*"([a-z_]+)"')
+# A named query run through Queries' verbs: ``sql.fetch(conn, "name", ...)``, or one of two
+# chosen in the call: ``sql.fetch(conn, "a" if newest else "b", ...)``.
+_USED = re.compile(
+    r'\.(?:fetch|fetchrow|fetchval|execute)\(\s*[\w.()]+,\s*"([a-z_]+)"'
+    r'(?:\s+if\s+[^"\n]+\s+else\s+"([a-z_]+)")?'
+)
 
 
 def test_every_named_query_used_in_code_exists() -> None:
@@ -39,7 +43,7 @@ def test_every_named_query_used_in_code_exists() -> None:
     is unused."""
     used: set[str] = set()
     for path in Path("jobs").rglob("*.py"):
-        used |= set(_USED.findall(path.read_text()))
+        used |= {name for pair in _USED.findall(path.read_text()) for name in pair if name}
     defined = set(engine_queries())
     assert used - defined == set()
     assert defined - used == set()
