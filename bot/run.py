@@ -24,7 +24,7 @@ from jobs.transport import (
     HealthServer,
     Settings,
     Worker,
-    exit_if_abandoned,
+    exit_now,
     get_logger,
     open_engine,
     register_secret,
@@ -107,8 +107,8 @@ async def serve(settings: Settings, bot_settings: BotSettings, *, with_worker: b
                         await asyncio.wait_for(task, settings.worker.shutdown_grace_seconds + 5)
             if health is not None:
                 await health.stop()
-            if with_worker:
-                exit_if_abandoned(worker)
+            if with_worker and worker.abandoned:  # their threads cannot be waited for
+                exit_now(1)
 
 
 async def run_bot(

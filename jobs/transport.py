@@ -23,9 +23,10 @@ if TYPE_CHECKING:
     from jobs.engine.store import JobStore, Submission
     from jobs.engine.views import JobStatus, JobView
     from jobs.errors import NotAllowed, Refused, UnknownJob
+    from jobs.exits import exit_now, stop_on_signals
     from jobs.kinds.command import default_catalog_path
     from jobs.logs import get_logger
-    from jobs.ops.app import Engine, open_engine, stop_on_signals
+    from jobs.ops.app import Engine, open_engine
     from jobs.ops.cli import app as cli_app
     from jobs.ops.cli import fail as cli_fail
     from jobs.ops.cli import load_settings
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from jobs.ops.metrics import REGISTRY as METRICS
     from jobs.retry import backoff
     from jobs.runtime.registry import Registry
-    from jobs.runtime.worker import Worker, exit_if_abandoned
+    from jobs.runtime.worker import Worker
     from jobs.secrets import register as register_secret
     from jobs.secrets import scrub
     from jobs.settings import Settings

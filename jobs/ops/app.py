@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
-import signal
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -34,28 +32,6 @@ class Engine:
     store: JobStore
     migrated: list[str] = field(default_factory=list)
     """The migrations this start applied (none when the database was up to date)."""
-
-
-def stop_on_signals(
-    announce: Callable[[bool], None] | None = None,
-) -> tuple[asyncio.Event, asyncio.Event]:
-    """``(stop, hard_stop)`` set by the first and the second SIGTERM/SIGINT of the process.
-
-    Long-running commands stop gracefully on the first signal and cut the grace short on the
-    second (see docs/cancellation.md). ``announce(hard)`` is told of each. Call from inside the
-    running event loop.
-    """
-    stop, hard = asyncio.Event(), asyncio.Event()
-    loop = asyncio.get_running_loop()
-
-    def on_signal() -> None:
-        if announce is not None:
-            announce(stop.is_set())
-        (hard if stop.is_set() else stop).set()
-
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, on_signal)
-    return stop, hard
 
 
 @asynccontextmanager

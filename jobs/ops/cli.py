@@ -11,13 +11,11 @@ handler runtime or the health server). Check with ``python -X importtime``.
 from __future__ import annotations
 
 import asyncio
-import atexit
 import contextlib
 import gc
 import json
 import os
 import sys
-import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar, cast
@@ -374,8 +372,9 @@ def worker(
     """Run jobs until SIGTERM/SIGINT (a second signal stops hard)."""
     import contextlib
 
-    from jobs.ops.app import open_engine, stop_on_signals
-    from jobs.runtime.worker import Worker, exit_if_abandoned
+    from jobs.exits import exit_now, stop_on_signals
+    from jobs.ops.app import open_engine
+    from jobs.runtime.worker import Worker
 
     settings = load_settings()
     if concurrency is not None:
@@ -408,7 +407,8 @@ def worker(
                 # it and pause the event loop for milliseconds, in the middle of a claim.
                 gc.freeze()
                 await runner.run(stop, hard)
-                exit_if_abandoned(runner)
+                if runner.abandoned:  # their threads and tasks cannot be waited for
+                    exit_now(1)
 
     asyncio.run(main())
 
@@ -771,6 +771,8 @@ def run(application: typer.Typer, *, fast_exit: bool = False) -> NoReturn:
     """
     from typer.exceptions import TyperException
 
+    from jobs.exits import exit_now
+
     def end(code: int) -> NoReturn:
         if fast_exit:
             exit_now(code)
@@ -789,37 +791,6 @@ def run(application: typer.Typer, *, fast_exit: bool = False) -> NoReturn:
         typer.echo(f"error: internal error: {type(exc).__name__}: {one_line(exc)}", err=True)
         end(1)
     end(code if isinstance(code, int) else 0)
-
-
-def exit_now(code: int) -> NoReturn:
-    """End the process with ``code`` without the interpreter's teardown, when nothing else runs.
-
-    Freeing every module and object at exit takes as long as a one-shot command's own work:
-    50-70 ms after the imports of ``errand job status`` on a slow 2-core host, 3 ms without, and
-    the prompt waits for it. The exit handlers still run first (the embedded server's last user
-    stops it, logging flushes, finalizers of temporary files), then the standard streams are
-    flushed; only the teardown is skipped, as mypy ends its runs. With another thread still
-    running (a handler's, at a worker's exit), the ordinary exit is taken, which waits for it.
-    Output that cannot be written (a full disk) fails the command, as the ordinary exit does
-    (code 120); a reader that went away (``| head``) does not.
-    """
-    if threading.active_count() > 1:
-        sys.exit(code)
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        if stream is None:  # the descriptor was closed when the process started
-            continue
-        try:
-            stream.flush()
-        except BrokenPipeError:
-            pass
-        except (OSError, ValueError) as exc:
-            if stream is sys.stdout and code == 0:
-                code = 120
-                with contextlib.suppress(Exception):
-                    sys.stderr.write(f"error: output not written: {exc}\n")
-                    sys.stderr.flush()
-    os._exit(code)
 
 
 def main() -> None:

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -57,19 +55,6 @@ STATISTICS_CHECK_SECONDS = 10.0
 
 STATISTICS_START_WAIT = 2.0
 """How long a starting worker waits for the job table's statistics to be refreshed."""
-
-
-def exit_if_abandoned(worker: Worker) -> None:
-    """End the process at once when a hard stop left jobs running.
-
-    Their threads cannot be killed and a handler that swallows cancellation never returns, so
-    an orderly interpreter exit (which joins threads and awaits tasks) would hang; their leases
-    expire and the reaper settles them.
-    """
-    if worker.abandoned:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(1)
 
 
 def _retry_in(failures: int) -> float:
