@@ -107,8 +107,8 @@ async def serve(settings: Settings, bot_settings: BotSettings, *, with_worker: b
                         await asyncio.wait_for(task, settings.worker.shutdown_grace_seconds + 5)
             if health is not None:
                 await health.stop()
-            if with_worker and worker.abandoned:  # their threads cannot be waited for
-                exit_now(1)
+            if with_worker and worker.left_running:  # their threads die with the process
+                exit_now(1 if worker.left_to_reaper else 0)
 
 
 async def run_bot(

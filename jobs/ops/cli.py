@@ -407,8 +407,8 @@ def worker(
                 # it and pause the event loop for milliseconds, in the middle of a claim.
                 gc.freeze()
                 await runner.run(stop, hard)
-                if runner.abandoned:  # their threads and tasks cannot be waited for
-                    exit_now(1)
+                if runner.left_running:  # their threads and tasks die with the process
+                    exit_now(1 if runner.left_to_reaper else 0)
 
     asyncio.run(main())
 

@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +33,7 @@ from jobs.runtime.budget import Budget
 from jobs.runtime.context import Context
 from jobs.runtime.execute import execute, stopped
 from jobs.runtime.registry import Kind, Registry
+from jobs.runtime.shutdown import RECORD_WITHIN_SECONDS, Running, left_behind, stop_attempts
 from jobs.settings import BudgetSettings, WorkerSettings, default_data_dir
 from jobs.tasks import supervise
 
@@ -43,11 +43,6 @@ log = get_logger("worker")
 _REAPER_ERRORS: tuple[type[BaseException], ...] = (asyncpg.PostgresError, *UNAVAILABLE)
 # Refreshing the statistics at start may also run out of time; either way the worker starts.
 _STATISTICS_ERRORS: tuple[type[BaseException], ...] = (TimeoutError, *_REAPER_ERRORS)
-
-
-STOP_WAIT_SECONDS = 5.0
-"""After the grace, how long a job asked to stop gets to do so at a checkpoint (a command to end
-on SIGTERM) before the await it is in is cancelled."""
 
 
 STATISTICS_CHECK_SECONDS = 10.0
@@ -60,13 +55,6 @@ STATISTICS_START_WAIT = 2.0
 def _retry_in(failures: int) -> float:
     """How long a loop waits after its ``failures``-th failure in a row: 0.2 s doubling to 5 s."""
     return backoff(failures, base=0.2, cap=5.0, jitter=False)
-
-
-@dataclass
-class _Running:
-    ctx: Context
-    task: asyncio.Task[None]
-    stop_sent: bool = False  # the task was cancelled once by the shutdown
 
 
 class Worker:
@@ -91,7 +79,8 @@ class Worker:
         # The global bounds (ERRAND_BUDGET_*) and where large assets go.
         self.budget = budget or BudgetSettings().budget()
         self.assets_dir = assets_dir or default_data_dir() / "assets"
-        self.running: dict[int, _Running] = {}
+        self.running: dict[int, Running] = {}
+        """The attempts this worker runs, by attempt id; whoever removes one records its end."""
         self._wake = asyncio.Event()
         self._notified = False  # a NOTIFY errand_job came since the last claim
         # The LISTEN connection's backend under which this worker is listed as waiting, if it is.
@@ -103,9 +92,12 @@ class Worker:
         self._flush = asyncio.Event()
         self._flushing: asyncio.Future[Any] | None = None
         self._listener: asyncpg.Connection | None = None
-        self._abandoning = False  # a hard stop: attempts still running are left to the reaper
-        self.abandoned: list[str] = []
-        """Public ids of jobs a hard stop left running (their leases expire; the reaper acts)."""
+        self.left_running: list[str] = []
+        """Public ids of jobs whose handler or thread still ran when the worker stopped: their
+        ends are recorded, and they die with the process, which must exit now."""
+        self.left_to_reaper: list[str] = []
+        """Of those, the jobs whose end could not be recorded: their leases expire and the
+        reaper settles them."""
         self._statistics_checked = -STATISTICS_CHECK_SECONDS
         self._statistics: asyncio.Task[None] | None = None  # a background refresh, if any
         self.ready = asyncio.Event()
@@ -153,8 +145,8 @@ class Worker:
             if self._waiting_pid is not None:  # else submits go on waking a worker that left
                 with contextlib.suppress(*_REAPER_ERRORS):
                     await self.store.stop_waiting(self._waiting_pid)
-            if self.abandoned:
-                log.warning("worker.left_jobs_to_lease_expiry", jobs=self.abandoned)
+            if self.left_to_reaper:
+                log.warning("worker.left_jobs_to_lease_expiry", jobs=self.left_to_reaper)
             log.info("worker.stopped", worker=self.name)
 
     async def _restarting(self, name: str, loop: Callable[[], Awaitable[None]]) -> None:
@@ -177,60 +169,35 @@ class Worker:
             await asyncio.sleep(_retry_in(failures))
 
     async def _shutdown(self, hard_stop: asyncio.Event) -> None:
-        """Stop claiming; drain; then stop the rest cooperatively and wait for them.
-
-        1. Drain: running jobs get up to ``shutdown_grace_seconds`` to end on their own.
-        2. The rest are asked to stop: a checkpoint raises JobCancelled, a child process gets
-           SIGTERM; whatever still runs :data:`STOP_WAIT_SECONDS` later has its task cancelled.
-        3. Each attempt is recorded (released, or ``unknown`` when its kind is not safe to run
-           again) only once its handler *and every thread it started* have stopped; until then
-           it keeps its lease (heartbeats go on) and the process waits, without a bound.
-        A second signal (``hard_stop``) cuts this short: whatever has not stopped a moment later
-        is left as it is, its lease expires and the reaper settles it.
-        """
+        """Stop claiming, then stop the running attempts in bounded time
+        (:mod:`jobs.runtime.shutdown`); record how those still running at the bound end."""
         self._stopping.set()
-        if not self.running:
-            return
-        hard = asyncio.ensure_future(hard_stop.wait())
+        if self.running:
+            grace = self.settings.shutdown_grace_seconds
+            await stop_attempts(self.running, grace=grace, hard=hard_stop)
+        if self.running:
+            await self._leave_running()
+
+    async def _leave_running(self) -> None:
+        """Record the end of every attempt still running (:func:`left_behind`) and let go of
+        them: their handlers and threads die with the process."""
+        left, self.running = list(self.running.values()), {}
+        self.left_running = [item.ctx.public_id for item in left]
+        finishes = []
+        for item in left:
+            item.task.cancel()
+            finish = left_behind(item, self.settings.lease_seconds)
+            elapsed = time.monotonic() - item.started
+            observe.attempt_ended(item.ctx.kind, finish.outcome if finish else None, elapsed)
+            if finish is not None:
+                finishes.append(finish)
+        log.warning("worker.left_running", jobs=self.left_running)
         try:
-            log.info("worker.draining", jobs=len(self.running))
-            await self._wait_running(hard, self.settings.shutdown_grace_seconds)
-            if self.running:
-                log.info("worker.stopping_jobs", jobs=len(self.running))
-                for item in self.running.values():
-                    item.ctx.request_stop(StopReason.SHUTDOWN)  # a checkpoint raises
-                await self._wait_running(hard, STOP_WAIT_SECONDS)
-                self._stop_running()  # still running: cancel the awaits of their handlers
-                await self._wait_running(hard, None)
-            if self.running:  # a hard stop
-                self._stop_running()
-                await self._wait_running(None, 1.0)  # those that stop at once are recorded
-                self._abandoning = True
-                self.abandoned = [item.ctx.public_id for item in self.running.values()]
-                for item in list(self.running.values()):
-                    item.task.cancel()
-                await self._wait_running(None, 0.5)
-        finally:
-            hard.cancel()
-
-    def _stop_running(self) -> None:
-        for item in self.running.values():
-            item.ctx.request_stop(StopReason.SHUTDOWN)
-            if not item.stop_sent:
-                item.stop_sent = True
-                item.task.cancel()
-
-    async def _wait_running(self, hard: asyncio.Future[Any] | None, within: float | None) -> None:
-        """Wait until no attempt runs, ``hard`` is done or ``within`` seconds passed."""
-        end = None if within is None else time.monotonic() + within
-        while self.running and not (hard is not None and hard.done()):
-            waits: list[asyncio.Future[Any]] = [item.task for item in self.running.values()]
-            if hard is not None:
-                waits.append(hard)
-            left = None if end is None else end - time.monotonic()
-            if left is not None and left <= 0:
-                return
-            await asyncio.wait(waits, timeout=left, return_when=asyncio.FIRST_COMPLETED)
+            async with asyncio.timeout(RECORD_WITHIN_SECONDS):
+                await self.store.finish(finishes)
+        except _REAPER_ERRORS as exc:  # a refusal or an outage, the timeout included
+            log.warning("worker.final_flush_failed", error=f"{type(exc).__name__}: {exc}"[:300])
+            self.left_to_reaper = self.left_running
 
     # -- wake-ups -------------------------------------------------------------------------
 
@@ -498,7 +465,7 @@ class Worker:
             write_within=self.settings.lease_seconds,
         )
         task = asyncio.create_task(self._run(spec, ctx), name=f"job:{claim.public_id}")
-        self.running[claim.attempt_id] = _Running(ctx, task)
+        self.running[claim.attempt_id] = Running(ctx, spec, task, time.monotonic())
         if self._early_cancels.pop(claim.attempt_id, None) is not None:
             ctx.request_stop(StopReason.CANCEL)
 
@@ -527,20 +494,21 @@ class Worker:
         finally:
             # The attempt (and its lease) is kept until every thread the handler started has
             # returned: releasing it earlier would let another worker run the job alongside.
-            while ctx.threads_running and not self._abandoning:
+            # At the shutdown's bound the worker takes the attempt out of ``running`` and
+            # records its end itself (_leave_running); then this ends it no more.
+            while ctx.threads_running and ctx.attempt_id in self.running:
                 try:
                     await ctx.threads_stopped()
                 except asyncio.CancelledError:
                     continue
-            if self._abandoning:
-                finish = None  # a hard stop: left to lease expiry and the reaper
-            self.running.pop(ctx.attempt_id, None)
-            observe.attempt_ended(
-                ctx.kind, finish.outcome if finish else None, time.monotonic() - started
-            )
-            if finish is not None:
-                self._finished.append(finish)
-                self._flush.set()
-            # The slot is free: claim again now, while the flush loop writes this end, rather
-            # than after it (a claim and a finish then run at once, on two connections).
-            self._wake.set()
+            if self.running.pop(ctx.attempt_id, None) is not None:
+                observe.attempt_ended(
+                    ctx.kind, finish.outcome if finish else None, time.monotonic() - started
+                )
+                if finish is not None:
+                    self._finished.append(finish)
+                    self._flush.set()
+                # The slot is free: claim again now, while the flush loop writes this end,
+                # rather than after it (a claim and a finish then run at once, on two
+                # connections).
+                self._wake.set()

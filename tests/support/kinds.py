@@ -151,6 +151,34 @@ async def blocking_probe(ctx: Context, params: BlockingParams) -> dict[str, Any]
     return {"attempt": ctx.attempt}
 
 
+class StuckParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    log: str
+    stuck_attempts: int = 1
+
+
+def _stuck_in_thread(log: Path, label: str) -> None:
+    """Blocking work that never returns: from inside the thread, the time every 50 ms."""
+    while True:
+        _append(log, f"{label} {time.time()}\n")
+        time.sleep(0.05)
+
+
+async def _stuck_then_done(ctx: Context, params: StuckParams) -> dict[str, Any]:
+    """Attempts up to ``stuck_attempts`` block in a thread for ever; later ones log once."""
+    label = f"{ctx.public_id}/{ctx.attempt}"
+    if ctx.attempt <= params.stuck_attempts:
+        await ctx.run_blocking(_stuck_in_thread, Path(params.log), label)
+    _append(Path(params.log), f"{label} {time.time()}\n")
+    return {"attempt": ctx.attempt}
+
+
+# Retry-safe: a shutdown releases it, and another worker runs it again.
+kind("stuck_probe", params=StuckParams, retry_safe=True, max_attempts=3)(_stuck_then_done)
+# Not retry-safe: a shutdown ends it ``unknown``, never to run again by itself.
+kind("stuck_once", params=StuckParams)(_stuck_then_done)
+
+
 class SwallowParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
     seconds: float = 120.0
