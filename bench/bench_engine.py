@@ -8,7 +8,7 @@ the min / median / max over ``--runs`` runs (at least 3).
 
 Both run with their default settings and through their public API:
 
-- Errand: ``JobStore.submit`` / ``JobStore.submit_many`` from ``jobs.open_engine``,
+- Errand: ``JobStore.submit`` / ``JobStore.submit_many`` from ``jobs.ops.app.open_engine``,
   ``store.cancel``, and the ``errand worker`` process (``ERRAND_EXTRA_KINDS=bench.kinds``,
   nothing else set).
 - pgqueuer: ``Queries.enqueue`` (one job, and a list for a batch), ``mark_job_as_cancelled``,
@@ -196,7 +196,8 @@ class Errand(System):
     name = "Errand"
 
     async def open(self, dsn: str) -> None:
-        from jobs.transport import Settings, open_engine
+        from jobs.ops.app import open_engine
+        from jobs.settings import Settings
 
         os.environ.update(errand_env(dsn))
         self.dsn = dsn
@@ -215,7 +216,7 @@ class Errand(System):
         await self.store.submit(kind, {}, requester="bench", origin=ORIGIN)
 
     async def submit_bulk(self, kind: str, n: int) -> None:
-        from jobs.transport import Submission
+        from jobs.engine.store import Submission
 
         await self.store.submit_many([Submission(kind, {}, "bench", ORIGIN) for _ in range(n)])
 

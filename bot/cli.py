@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from jobs.transport import cli_app, cli_fail, load_settings, run_cli
+from jobs.transport import cli_app, run_cli
 
 bot_app = typer.Typer(add_completion=False)
 """The Discord transport's commands."""
@@ -32,7 +32,7 @@ def sandbox(
     # Imported on use: `errand --help` and the engine's commands need no Discord code.
     from bot.sandbox import main as run_sandbox
 
-    run_sandbox(data_dir, host, port)
+    raise typer.Exit(run_sandbox(data_dir, host, port))
 
 
 ShardsOpt = Annotated[
@@ -52,15 +52,20 @@ ShardCountOpt = Annotated[
 
 
 def _bot_settings(shards: int | None, shard_ids: str | None, shard_count: int | None) -> Any:
-    """The bot's settings with the command line's sharding on top (exit 2 when it is bad)."""
+    """The bot's settings with the command line's sharding on top.
+
+    Raises:
+        CannotStart: the sharding options do not fit together.
+    """
     from pydantic import ValidationError
 
+    from bot.errors import CannotStart
     from bot.settings import BotSettings
 
     overrides: dict[str, Any] = {}
     if shards is not None:
         if shard_ids is not None or (shard_count is not None and shard_count != shards):
-            cli_fail("use --shards N alone, or --shard-ids with --shard-count")
+            raise CannotStart("use --shards N alone, or --shard-ids with --shard-count")
         overrides["shard_count"] = shards
     if shard_count is not None:
         overrides["shard_count"] = shard_count
@@ -68,27 +73,20 @@ def _bot_settings(shards: int | None, shard_ids: str | None, shard_count: int | 
         try:
             overrides["shard_ids"] = [int(s) for s in shard_ids.split(",") if s.strip()]
         except ValueError:
-            cli_fail(f"--shard-ids must be numbers separated by commas, not {shard_ids[:40]!r}")
+            raise CannotStart(
+                f"--shard-ids must be numbers separated by commas, not {shard_ids[:40]!r}"
+            ) from None
     try:
         return BotSettings(**overrides)
     except ValidationError as exc:
         first = exc.errors()[0]
-        cli_fail(str(first["msg"]).removeprefix("Value error, "))
+        raise CannotStart(str(first["msg"]).removeprefix("Value error, ")) from None
 
 
 def _serve(with_worker: bool, bot_settings: Any) -> None:
-    import asyncio
-
-    from bot.errors import BadToken
     from bot.run import serve
 
-    settings = load_settings()
-    try:
-        asyncio.run(serve(settings, bot_settings, with_worker=with_worker))
-    except BadToken as exc:
-        cli_fail(str(exc))
-    except OSError as exc:  # PostgreSQL or Discord unreachable: one line, not a traceback
-        cli_fail(f"cannot connect: {exc}")
+    raise typer.Exit(serve(bot_settings, with_worker=with_worker))
 
 
 @bot_app.command("bot")

@@ -19,3 +19,8 @@ class Stopping(ErrandError):
 
 class BindingPending(ErrandError):
     """A job's binding cannot be completed yet (its /summon answer is not recorded yet)."""
+
+
+class CannotStart(ErrandError):
+    """A bot process cannot start: its options do not fit, or Discord cannot be reached; the
+    message says why."""

@@ -1,5 +1,11 @@
 """The bot's processes: ``errand bot`` (gateway, commands, delivery) and ``errand run`` (the bot
-and a worker in one process, the default for small installs).
+and a worker in one process, the default for small installs); ``errand sandbox`` runs the same
+bot against its local Discord (``bot/sandbox.py``).
+
+Each is a :class:`~jobs.transport.Process`, the engine's one assembly of a long-running process,
+with the bot as its part (:func:`bot_part`): the engine opens the database, runs the worker and
+the health endpoint, and stops everything on SIGTERM; the bot adds its client and its
+``gateway`` readiness check.
 
 A missing or refused ``DISCORD_TOKEN`` ends the process with one clear line and exit code 2; the
 token itself is never printed or logged.
@@ -7,8 +13,7 @@ token itself is never printed or logged.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
+from collections.abc import Awaitable, Callable
 
 import discord
 import discord.gateway
@@ -16,25 +21,9 @@ import discord.http
 import yarl
 
 from bot.client import ErrandBot
-from bot.errors import BadToken
+from bot.errors import BadToken, CannotStart
 from bot.settings import BotSettings
-from jobs.transport import (
-    Engine,
-    HealthCheck,
-    HealthServer,
-    Settings,
-    Worker,
-    exit_now,
-    get_logger,
-    open_engine,
-    register_secret,
-    start_health,
-    stop_on_signals,
-    supervise,
-    worker_check,
-)
-
-log = get_logger("bot.run")
+from jobs.transport import Process, register_secret
 
 
 def point_discord_at(api_base: str | None, gateway_url: str | None) -> None:
@@ -59,80 +48,35 @@ def token_of(bot_settings: BotSettings) -> str:
     return token
 
 
-async def serve(settings: Settings, bot_settings: BotSettings, *, with_worker: bool) -> None:
-    """Run the bot (and a worker) until SIGTERM/SIGINT.
+def bot_part(bot_settings: BotSettings, token: str) -> Callable[[Process], Awaitable[None]]:
+    """The bot as a part of a process: made on the process's engine once it is open, with its
+    ``gateway`` readiness check, and closed when the process stops."""
 
-    Raises:
-        BadToken: the token is missing or refused.
-    """
-    token = token_of(bot_settings)
-    point_discord_at(bot_settings.api_base, bot_settings.gateway_url)
-    stop, hard = stop_on_signals()
-    async with open_engine(settings, pool_max=settings.db.pool_max) as engine:
+    def start(process: Process) -> Awaitable[None]:
+        point_discord_at(bot_settings.api_base, bot_settings.gateway_url)
+        engine = process.engine
         bot = ErrandBot(
             store=engine.store, dsn=engine.dsn, settings=bot_settings, registry=engine.registry
         )
-        checks: dict[str, HealthCheck] = {"gateway": bot.gateway_check}
-        tasks: dict[str, asyncio.Task[None]] = {
-            "bot": asyncio.create_task(bot.start(token), name="bot"),
-        }
-        if with_worker:
-            worker = Worker(
-                engine.store,
-                engine.registry,
-                settings.worker,
-                dsn=engine.dsn,
-                budget=settings.budget.budget(),
-                assets_dir=settings.assets_dir,
-            )
-            tasks["worker"] = asyncio.create_task(worker.run(stop, hard), name="worker")
-            checks["worker"] = worker_check(worker, stop)
-        health = await start_health(
-            settings.health, engine.pool, kinds=engine.registry.names(), checks=checks
-        )
-        try:
-            await supervise(tasks.values(), stop)
-        except discord.LoginFailure:
-            raise BadToken("DISCORD_TOKEN was refused by Discord (401); check the token") from None
-        finally:
-            stop.set()
-            await bot.close()
-            for name, task in tasks.items():
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    if name == "worker":
-                        # No timeout: the worker waits for jobs that have not stopped (they keep
-                        # their leases) and ends on its own at a second signal.
-                        await task
-                    else:
-                        await asyncio.wait_for(task, settings.worker.shutdown_grace_seconds + 5)
-            if health is not None:
-                await health.stop()
-            if with_worker and worker.left_running:  # their threads die with the process
-                exit_now(1 if worker.left_to_reaper else 0)
+        process.add_check("gateway", bot.gateway_check)
+        process.on_stop(bot.close)
+        return bot.start(token)
+
+    return start
 
 
-async def run_bot(
-    bot_settings: BotSettings,
-    stop: asyncio.Event,
-    *,
-    engine: Engine,
-    health: HealthServer | None = None,
-) -> None:
-    """Run the bot on ``engine`` until ``stop`` is set (its ``gateway`` check on ``health``).
+def serve(bot_settings: BotSettings, *, with_worker: bool) -> int:
+    """Run the bot (and a worker) until SIGTERM/SIGINT; the exit code.
 
-    For embedding (the sandbox): the API base and gateway settings are applied first.
+    Raises:
+        BadToken: the token is missing or refused.
+        CannotStart: Discord cannot be reached.
     """
-    token = token_of(bot_settings)
-    point_discord_at(bot_settings.api_base, bot_settings.gateway_url)
-    bot = ErrandBot(
-        store=engine.store, dsn=engine.dsn, settings=bot_settings, registry=engine.registry
-    )
-    if health is not None:
-        health.add_check("gateway", bot.gateway_check)
-    task = asyncio.create_task(bot.start(token), name="errand-bot")
+    token = token_of(bot_settings)  # before anything starts: a missing token is said at once
+    process = Process(worker=with_worker, parts={"bot": bot_part(bot_settings, token)})
     try:
-        await supervise([task], stop)
-    finally:
-        await bot.close()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await asyncio.wait_for(task, 5.0)
+        return process.run()
+    except discord.LoginFailure:
+        raise BadToken("DISCORD_TOKEN was refused by Discord (401); check the token") from None
+    except OSError as exc:  # PostgreSQL or Discord unreachable: one line, not a traceback
+        raise CannotStart(f"cannot connect: {exc}") from None

@@ -25,7 +25,7 @@ import logging
 import os
 import shlex
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from importlib import resources
@@ -38,26 +38,7 @@ from bot.errors import SandboxError
 from discord_emulator import Emulator, EmulatorConfig, User
 from discord_emulator.persist import WorldFile
 from discord_emulator.web import PageConfig, serve_page
-from jobs.transport import (
-    ID_PATTERN,
-    TERMINAL,
-    Engine,
-    HealthServer,
-    Settings,
-    State,
-    UnknownJob,
-    Worker,
-    default_catalog_path,
-    get_logger,
-    load_settings,
-    open_engine,
-    start_health,
-    stop_on_signals,
-    supervise,
-    worker_check,
-)
-
-log = get_logger("sandbox")
+from jobs.transport import ID_PATTERN, TERMINAL, Process, Settings, State, UnknownJob
 
 GUILD_NAME = "Errand Sandbox"
 VIEWERS = ("alice", "bob", "operator")
@@ -124,28 +105,28 @@ def find_world(emu: Emulator) -> SandboxWorld:
 
 
 def example_catalog() -> Path | None:
-    """The example command catalog: the checkout's, else the copy shipped in the wheel."""
-    checkout = default_catalog_path()
+    """The example command catalog: the checkout's (``examples/`` beside ``bot/``), else the
+    copy shipped in the wheel."""
+    checkout = Path(__file__).resolve().parents[1] / "examples" / "commands.toml"
     if checkout.exists():
         return checkout
     shipped = resources.files("bot").joinpath("_examples", "commands.toml")
     return Path(str(shipped)) if shipped.is_file() else None
 
 
-def sandbox_settings(data_dir: Path) -> Settings:
-    """Engine settings rooted in the sandbox's data directory (a set ``DATABASE_URL`` wins)."""
+def root_sandbox(settings: Settings, data_dir: Path) -> None:
+    """Root the engine's settings in the sandbox's data directory (a set ``DATABASE_URL``
+    wins), with the example command catalog unless ``ERRAND_COMMAND_CATALOG`` is set."""
     if not os.environ.get("ERRAND_COMMAND_CATALOG"):
         catalog = example_catalog()
         if catalog is not None:
             # Read by the command kind's own settings, in this process.
             os.environ["ERRAND_COMMAND_CATALOG"] = str(catalog)
-    settings = Settings()
     settings.data_dir = data_dir
     if settings.db.url is None:
         settings.db.data_dir = data_dir / "pgdata"
     # Ctrl-C should feel prompt; running jobs are released and resume on the next start.
     settings.worker.shutdown_grace_seconds = min(settings.worker.shutdown_grace_seconds, 3.0)
-    return settings
 
 
 def heartbeat_interval_ms() -> int:
@@ -181,15 +162,15 @@ class PageJobs:
     with the bot's visibility rule: a guild's jobs to its members, a DM's to that user."""
 
     def __init__(self) -> None:
-        # Set once each is running: the emulator starts first, then the engine.
+        # Set once each is running: the emulator starts first, then the process's engine.
         self.emu: Emulator | None = None
-        self.engine: Engine | None = None
+        self.process: Process | None = None
 
     async def __call__(self, public_id: str, user_id: int) -> dict[str, Any] | None:
-        if self.engine is None or self.emu is None:
+        if self.process is None or self.emu is None:
             return None
         try:
-            status = await self.engine.store.status(public_id)
+            status = await self.process.engine.store.status(public_id)
         except UnknownJob:
             return None
         job = status.job
@@ -274,12 +255,9 @@ async def running_emulator(
         await emu.stop()
 
 
-async def run_bot(
-    emu: Emulator, engine: Engine, stop: asyncio.Event, health: HealthServer | None = None
-) -> None:
-    """Run the Errand bot against ``emu`` until ``stop`` is set (its gateway check on
-    ``health``)."""
-    from bot.run import run_bot as run
+def sandbox_bot(emu: Emulator) -> Callable[[Process], Awaitable[None]]:
+    """Errand's bot, as a part of the sandbox's process, logged in to ``emu``."""
+    from bot.run import bot_part, token_of
     from bot.settings import BotSettings
 
     assert emu.application is not None
@@ -293,62 +271,31 @@ async def run_bot(
         gateway_url=emu.gateway_url,
         guild_ready_timeout=0.1,
     )
-    await run(bot_settings, stop, engine=engine, health=health)
+    return bot_part(bot_settings, token_of(bot_settings))
 
 
-async def run_sandbox(
-    data_dir: Path,
-    *,
-    host: str = "127.0.0.1",
-    port: int = 8765,
-    stop: asyncio.Event,
-    hard: asyncio.Event | None = None,
-) -> None:
-    """Run emulator, page, engine, worker and bot until ``stop`` is set (``hard``: stop running
-    jobs at once instead of giving them the shutdown grace)."""
-    settings = sandbox_settings(data_dir)
+def sandbox_page(emu: Emulator, jobs: PageJobs) -> Callable[[Process], Awaitable[None]]:
+    """The page's part of the sandbox's process: it reads jobs from the process's engine, says
+    where to look, and archives idle threads until the process stops."""
+
+    def start(process: Process) -> Awaitable[None]:
+        jobs.process = process
+        data = process.settings.data_dir
+        print(f"Errand sandbox: open {emu.base_url}/ (data: {data}; Ctrl-C to stop)", flush=True)
+        hint = cli_hint(process.settings)
+        print(f"Errand sandbox: its jobs from another terminal: {hint}", flush=True)
+        return archive_threads(emu, process.stop)
+
+    return start
+
+
+async def run_sandbox(process: Process, host: str = "127.0.0.1", port: int = 8765) -> int:
+    """Run the emulator and its page around ``process`` (an engine, a worker, the bot) until
+    the process stops; the exit code."""
     jobs = PageJobs()
-    async with (
-        running_emulator(data_dir, host, port, jobs) as emu,
-        open_engine(settings, pool_max=settings.db.pool_max) as engine,
-    ):
-        jobs.engine = engine
-        worker = Worker(
-            engine.store,
-            engine.registry,
-            settings.worker,
-            dsn=engine.dsn,
-            assets_dir=settings.assets_dir,
-        )
-        # /healthz, /readyz and /metrics like every long-running process (ERRAND_HEALTH_PORT).
-        health = await start_health(
-            settings.health,
-            engine.pool,
-            kinds=engine.registry.names(),
-            checks={"worker": worker_check(worker, stop)},
-        )
-        tasks = [
-            asyncio.create_task(worker.run(stop, hard), name="sandbox-worker"),
-            asyncio.create_task(run_bot(emu, engine, stop, health), name="sandbox-bot"),
-            asyncio.create_task(archive_threads(emu, stop), name="sandbox-archive"),
-        ]
-        print(
-            f"Errand sandbox: open {emu.base_url}/ (data: {data_dir}; Ctrl-C to stop)",
-            flush=True,
-        )
-        print(f"Errand sandbox: its jobs from another terminal: {cli_hint(settings)}", flush=True)
-        try:
-            await supervise(tasks, stop)  # a part that died raises here: stop the rest
-        finally:
-            stop.set()
-            results = await asyncio.gather(*tasks, return_exceptions=True)
-            for result in results:
-                if isinstance(result, BaseException) and not isinstance(
-                    result, asyncio.CancelledError
-                ):
-                    log.error("sandbox.part_failed", error=repr(result))
-            if health is not None:
-                await health.stop()
+    async with running_emulator(process.settings.data_dir, host, port, jobs) as emu:
+        process.parts = {"bot": sandbox_bot(emu), "page": sandbox_page(emu, jobs)}
+        return await process.serve()
 
 
 async def archive_threads(emu: Emulator, stop: asyncio.Event) -> None:
@@ -380,25 +327,23 @@ def exclusive(data_dir: Path) -> Iterator[None]:
         yield
 
 
-def main(data_dir: Path | None, host: str, port: int) -> None:
-    """Run the sandbox in the foreground until SIGINT/SIGTERM."""
-    settings = load_settings(quiet=True)
+def main(data_dir: Path | None, host: str, port: int) -> int:
+    """Run the sandbox in the foreground until SIGINT/SIGTERM; the exit code.
+
+    Raises:
+        SandboxError: the sandbox cannot start (the message says why).
+    """
+
+    def announce(hard: bool) -> None:
+        text = "stopping now" if hard else "stopping (Ctrl-C again to force)"
+        print(f"Errand sandbox: {text}", file=sys.stderr, flush=True)
+
+    process = Process(worker=True, announce=announce, quiet=True)
     # discord.py warns that voice support is missing; the sandbox has no voice.
     logging.getLogger("discord.client").setLevel(logging.ERROR)
-    root = (data_dir or settings.data_dir / "sandbox").expanduser().resolve()
+    root = (data_dir or process.settings.data_dir / "sandbox").expanduser().resolve()
     root.mkdir(parents=True, exist_ok=True)
-
-    async def go() -> None:
-        def announce(hard: bool) -> None:
-            text = "stopping now" if hard else "stopping (Ctrl-C again to force)"
-            print(f"Errand sandbox: {text}", file=sys.stderr, flush=True)
-
-        stop, hard = stop_on_signals(announce)
-        await run_sandbox(root, host=host, port=port, stop=stop, hard=hard)
-
-    try:
-        with exclusive(root), contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(go())
-    except SandboxError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(2)
+    root_sandbox(process.settings, root)
+    with exclusive(root), contextlib.suppress(KeyboardInterrupt):
+        return asyncio.run(run_sandbox(process, host, port))
+    return 0

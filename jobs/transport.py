@@ -20,27 +20,19 @@ if TYPE_CHECKING:
     from jobs.engine.notices import Notice, Outbox
     from jobs.engine.queries import Queries
     from jobs.engine.state import TERMINAL, Actor, State
-    from jobs.engine.store import JobStore, Submission
+    from jobs.engine.store import JobStore
     from jobs.engine.views import JobStatus, JobView
     from jobs.errors import NotAllowed, Refused, UnknownJob
-    from jobs.exits import exit_now, stop_on_signals
-    from jobs.kinds.command import default_catalog_path
     from jobs.logs import get_logger
-    from jobs.ops.app import Engine, open_engine
     from jobs.ops.cli import app as cli_app
-    from jobs.ops.cli import fail as cli_fail
-    from jobs.ops.cli import load_settings
     from jobs.ops.cli import run as run_cli
-    from jobs.ops.health import Check as HealthCheck
-    from jobs.ops.health import HealthServer, start_health, worker_check
     from jobs.ops.metrics import REGISTRY as METRICS
+    from jobs.ops.process import Process
     from jobs.retry import backoff
     from jobs.runtime.registry import Registry
-    from jobs.runtime.worker import Worker
     from jobs.secrets import register as register_secret
     from jobs.secrets import scrub
     from jobs.settings import Settings
-    from jobs.tasks import supervise
 
 if not TYPE_CHECKING:
     __getattr__, __dir__, __all__ = exports(globals())

@@ -1,7 +1,8 @@
-"""Wiring shared by the CLI and the transports: settings -> database -> migrated store."""
+"""Wiring shared by the CLI and the processes: settings -> database -> migrated store."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -20,6 +21,20 @@ if TYPE_CHECKING:  # the registry imports the handler runtime: only commands tha
 
 STARTUP_WAIT_SECONDS = 15.0
 """How long a starting process waits for an unavailable database before giving up."""
+
+
+def load_settings(*, quiet: bool = False) -> Settings:
+    """Settings from the environment, with logging configured for this command or process."""
+    from jobs.logs import configure
+
+    settings = Settings()
+    # Logs, errors and output never show these, whatever line they turn up in.
+    register_settings(settings)
+    # One-shot commands print their answer; routine info lines (a migration applied on the way)
+    # would only bury it. ERRAND_LOG_LEVEL still wins when set.
+    level = "warning" if quiet and "ERRAND_LOG_LEVEL" not in os.environ else settings.log_level
+    configure(level, settings.log_format, lazy=quiet)
+    return settings
 
 
 @dataclass

@@ -11,10 +11,7 @@ handler runtime or the health server). Check with ``python -X importtime``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import gc
 import json
-import os
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -30,7 +27,7 @@ from jobs.engine.db import UNAVAILABLE
 from jobs.engine.state import Actor, State
 from jobs.engine.views import JobStatus
 from jobs.errors import DatabaseUnavailable, ErrandError, Refused, UnknownKind
-from jobs.secrets import register_settings, scrub
+from jobs.secrets import scrub
 
 if TYPE_CHECKING:
     from jobs.ops.app import Engine
@@ -225,21 +222,6 @@ def fail(message: str, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
-def load_settings(*, quiet: bool = False) -> Settings:
-    """Settings from the environment, with logging configured for this command."""
-    from jobs.logs import configure
-    from jobs.settings import Settings
-
-    settings = Settings()
-    # Logs, errors and output never show these, whatever line they turn up in.
-    register_settings(settings)
-    # One-shot commands print their answer; routine info lines (a migration applied on the way)
-    # would only bury it. ERRAND_LOG_LEVEL still wins when set.
-    level = "warning" if quiet and "ERRAND_LOG_LEVEL" not in os.environ else settings.log_level
-    configure(level, settings.log_format, lazy=quiet)
-    return settings
-
-
 def with_engine(fn: Callable[[Engine], Awaitable[T]], *, kinds: bool = False) -> T:
     """Run ``fn`` against a migrated engine; engine errors become exit code 2.
 
@@ -247,7 +229,7 @@ def with_engine(fn: Callable[[Engine], Awaitable[T]], *, kinds: bool = False) ->
     (exit code 1), never a traceback. ``kinds``: load the registry of kinds (submit, resolve);
     other commands skip importing them.
     """
-    from jobs.ops.app import open_engine
+    from jobs.ops.app import load_settings, open_engine
 
     settings = load_settings(quiet=True)
     registry = None if kinds else cast("Registry", _NoKinds())
@@ -370,47 +352,12 @@ def worker(
     concurrency: Annotated[int | None, typer.Option(help="Jobs run at once.")] = None,
 ) -> None:
     """Run jobs until SIGTERM/SIGINT (a second signal stops hard)."""
-    import contextlib
+    from jobs.ops.process import Process
 
-    from jobs.exits import exit_now, stop_on_signals
-    from jobs.ops.app import open_engine
-    from jobs.runtime.worker import Worker
-
-    settings = load_settings()
+    process = Process(worker=True)
     if concurrency is not None:
-        settings.worker.concurrency = concurrency
-
-    async def main() -> None:
-        stop, hard = stop_on_signals()
-        async with open_engine(settings, pool_max=settings.db.pool_max) as engine:
-            runner = Worker(
-                engine.store,
-                engine.registry,
-                settings.worker,
-                dsn=engine.dsn,
-                budget=settings.budget.budget(),
-                assets_dir=settings.assets_dir,
-            )
-            health: contextlib.AbstractAsyncContextManager[object] = contextlib.nullcontext()
-            if settings.health.port is not None:  # the HTTP server (aiohttp) only when asked for
-                from jobs.ops.health import serve_health, worker_check
-
-                health = serve_health(
-                    settings.health,
-                    engine.pool,
-                    kinds=engine.registry.names(),
-                    checks={"worker": worker_check(runner, stop)},
-                )
-            async with health:
-                # What is loaded by now (modules, kinds, settings) lives as long as the process:
-                # keep it out of the collector's full passes, which would otherwise walk all of
-                # it and pause the event loop for milliseconds, in the middle of a claim.
-                gc.freeze()
-                await runner.run(stop, hard)
-                if runner.left_running:  # their threads and tasks die with the process
-                    exit_now(1 if runner.left_to_reaper else 0)
-
-    asyncio.run(main())
+        process.settings.worker.concurrency = concurrency
+    raise typer.Exit(process.run())
 
 
 @job_app.command("submit", cls=SubmitCommand)
@@ -764,10 +711,13 @@ def prune(
 
 
 def run(application: typer.Typer, *, fast_exit: bool = False) -> NoReturn:
-    """Run a CLI app; a usage error (bad option, missing argument) is one line and exit 2.
+    """Run a CLI app; a usage error (bad option, missing argument) is one line and exit 2, and
+    so is an :class:`~jobs.errors.ErrandError` a command raises (a bad token, options that do
+    not fit together): its message is written for the person.
 
-    ``fast_exit``: end the process through :func:`exit_now` (an entry point's own ``main``);
-    otherwise through ``SystemExit``, so a caller's cleanup and ``pytest.raises`` still work.
+    ``fast_exit``: end the process through :func:`~jobs.exits.exit_now` (an entry point's own
+    ``main``); otherwise through ``SystemExit``, so a caller's cleanup and ``pytest.raises``
+    still work.
     """
     from typer.exceptions import TyperException
 
@@ -788,6 +738,9 @@ def run(application: typer.Typer, *, fast_exit: bool = False) -> NoReturn:
     except (KeyboardInterrupt, typer.Abort):
         sys.exit(130)
     except Exception as exc:  # never a traceback: one line, and the log has the details
+        if isinstance(exc, ErrandError) and not isinstance(exc, DatabaseUnavailable):
+            typer.echo(f"error: {one_line(exc)}", err=True)
+            end(2)
         typer.echo(f"error: internal error: {type(exc).__name__}: {one_line(exc)}", err=True)
         end(1)
     end(code if isinstance(code, int) else 0)

@@ -3,23 +3,21 @@
 - ``/healthz`` — the process and its event loop answer (liveness). Always 200 while alive.
 - ``/readyz`` — every readiness check passes (200) or not (503, naming the failing checks).
   Built in: ``database`` (a query answers) and ``migrations`` (none pending). Transports add
-  their own with :meth:`HealthServer.add_check` (the bot registers ``gateway``); the worker adds
-  ``worker`` (claiming, not draining).
+  their own (the bot registers ``gateway``); a process with a worker adds ``worker``
+  (claiming, not draining).
 - ``/metrics`` — this process's metrics and the database gauges read at scrape time (see
   :mod:`jobs.ops.metrics`), served by prometheus-client's own aiohttp handler: the format
   follows the scraper's ``Accept`` header (Prometheus text or OpenMetrics), as with any exporter.
 
 Configured by ``ERRAND_HEALTH_PORT`` (unset: off; 0: any free port) and ``ERRAND_HEALTH_HOST``.
-Start it with :func:`serve_health` (a block) or :func:`start_health`.
+Started by every long-running process (:mod:`jobs.ops.process`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
-from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Iterable
 
 import asyncpg
 from aiohttp import web
@@ -29,10 +27,6 @@ from jobs.engine.migrate import pending
 from jobs.logs import get_logger
 from jobs.ops import metrics
 from jobs.secrets import scrub
-from jobs.settings import HealthSettings
-
-if TYPE_CHECKING:
-    from jobs.runtime.worker import Worker
 
 log = get_logger("health")
 
@@ -59,17 +53,6 @@ def migrations_check(pool: asyncpg.Pool) -> Check:
         async with pool.acquire() as conn:
             todo = await pending(conn)
         return f"pending migrations: {', '.join(m.name for m in todo)}" if todo else None
-
-    return check
-
-
-def worker_check(worker: Worker, stop: asyncio.Event) -> Check:
-    """Ready once ``worker`` listens and claims, until it is told to stop (draining)."""
-
-    async def check() -> str | None:
-        if stop.is_set():
-            return "draining: stopping on a signal"
-        return None if worker.ready.is_set() else "starting"
 
     return check
 
@@ -160,45 +143,3 @@ class HealthServer:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
-
-
-async def start_health(
-    settings: HealthSettings,
-    pool: asyncpg.Pool | None,
-    *,
-    kinds: Iterable[str] = (),
-    checks: dict[str, Check] | None = None,
-) -> HealthServer | None:
-    """Start the endpoint when ``settings.port`` is set (None when off); :meth:`~HealthServer.stop`
-    it on the way out. :func:`serve_health` does both for a block."""
-    if settings.port is None:
-        return None
-    server = HealthServer(pool, host=settings.host, port=settings.port, kinds=kinds)
-    for name, check in (checks or {}).items():
-        server.add_check(name, check)
-    await server.start()
-    return server
-
-
-@asynccontextmanager
-async def serve_health(
-    settings: HealthSettings,
-    pool: asyncpg.Pool | None,
-    *,
-    kinds: Iterable[str] = (),
-    checks: dict[str, Check] | None = None,
-) -> AsyncIterator[HealthServer | None]:
-    """Serve the endpoint for the block when ``settings.port`` is set; yields None when off.
-
-    Example (a transport adding its own readiness check)::
-
-        async with serve_health(settings.health, engine.pool, kinds=engine.registry.names(),
-                                checks={"gateway": gateway_ready}) as health:
-            ...
-    """
-    server = await start_health(settings, pool, kinds=kinds, checks=checks)
-    try:
-        yield server
-    finally:
-        if server is not None:
-            await server.stop()

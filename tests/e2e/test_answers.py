@@ -11,7 +11,7 @@ import pytest
 
 import tests.support.kinds  # noqa: F401  (registers one_shot)
 from discord_emulator.testing import running_bot
-from jobs.transport import Worker
+from jobs.runtime.worker import Worker
 from tests.support.polling import poll
 from tests.support.runtime import running_worker
 

@@ -13,7 +13,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from discord_emulator.state import Channel
-from jobs.transport import Worker
+from jobs.runtime.worker import Worker
 from tests.support.polling import poll
 
 from .conftest import Errand

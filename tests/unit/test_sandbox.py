@@ -20,10 +20,11 @@ from bot.sandbox import (
     exclusive,
     find_world,
     heartbeat_interval_ms,
-    sandbox_settings,
+    root_sandbox,
 )
 from discord_emulator import DM, FORUM, TEXT, Emulator
 from discord_emulator.persist import dump_world, load_world
+from jobs.settings import Settings
 
 
 def test_first_world_has_a_text_channel_a_forum_and_dms_for_three_users() -> None:
@@ -95,7 +96,8 @@ def test_settings_live_in_the_data_dir_and_the_example_catalog_is_used(
         monkeypatch.delenv(name, raising=False)
     # Set (to "unset") so that monkeypatch restores it after the sandbox writes it.
     monkeypatch.setenv("ERRAND_COMMAND_CATALOG", "")
-    settings = sandbox_settings(tmp_path)
+    settings = Settings()
+    root_sandbox(settings, tmp_path)
     assert (settings.db.data_dir, settings.assets_dir) == (tmp_path / "pgdata", tmp_path / "assets")
     catalog = example_catalog()
     assert catalog is not None

@@ -11,7 +11,7 @@ import socket
 import pytest
 
 from jobs.engine.ids import incarnation
-from jobs.transport import supervise
+from jobs.tasks import supervise
 
 
 async def _forever() -> None:
