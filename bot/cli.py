@@ -1,9 +1,8 @@
 """The ``errand`` console script: the engine's commands and the bot's, composed in one root app.
 
-The engine's typer app (``jobs.cli_app``) is added to the root as it is, never changed; the
-bot's own commands (``bot``, ``run``, ``sandbox``) live in :data:`bot_app`. Both are added
-without a name, so their commands sit side by side at the top level: ``errand worker``,
-``errand bot``.
+The bot's own commands (``sandbox``, ``run``, ``bot``, listed in ``--help`` in that order) live
+in :data:`bot_app`; ``build_cli`` (the engine's) puts them before the engine's commands, side by
+side at the top level: ``errand bot``, ``errand worker``. The engine's app is never changed.
 """
 
 from __future__ import annotations
@@ -12,9 +11,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from typer.core import TyperGroup
 
-from jobs.transport import cli_app, run_cli
+from jobs.transport import build_cli, run_cli
 
 bot_app = typer.Typer(add_completion=False)
 """The Discord transport's commands."""
@@ -89,14 +87,6 @@ def _serve(with_worker: bool, bot_settings: Any) -> None:
     raise typer.Exit(serve(bot_settings, with_worker=with_worker))
 
 
-@bot_app.command("bot")
-def bot_command(
-    shards: ShardsOpt = None, shard_ids: ShardIdsOpt = None, shard_count: ShardCountOpt = None
-) -> None:
-    """Run the Discord bot: commands, threads, progress messages and notices."""
-    _serve(with_worker=False, bot_settings=_bot_settings(shards, shard_ids, shard_count))
-
-
 @bot_app.command("run")
 def run_command(
     shards: ShardsOpt = None, shard_ids: ShardIdsOpt = None, shard_count: ShardCountOpt = None
@@ -105,29 +95,20 @@ def run_command(
     _serve(with_worker=True, bot_settings=_bot_settings(shards, shard_ids, shard_count))
 
 
-class RootGroup(TyperGroup):
-    """``errand --help`` lists commands in reading order (trying it, running it, working with
-    jobs, upkeep), not in the order the two apps define them."""
-
-    ORDER = ("sandbox", "run", "bot", "worker", "job", "outbox", "migrate", "prune")
-
-    def list_commands(self, ctx: Any) -> list[str]:
-        rank = {name: i for i, name in enumerate(self.ORDER)}
-        return sorted(super().list_commands(ctx), key=lambda n: rank.get(n, len(rank)))
+@bot_app.command("bot")
+def bot_command(
+    shards: ShardsOpt = None, shard_ids: ShardIdsOpt = None, shard_count: ShardCountOpt = None
+) -> None:
+    """Run the Discord bot: commands, threads, progress messages and notices."""
+    _serve(with_worker=False, bot_settings=_bot_settings(shards, shard_ids, shard_count))
 
 
 def build_app() -> typer.Typer:
-    """The root app of ``errand``: the engine's commands, then the bot's."""
-    root = typer.Typer(
-        cls=RootGroup,
-        no_args_is_help=True,
-        add_completion=False,
-        rich_markup_mode="rich",
+    """The root app of ``errand``: the bot's commands, then the engine's."""
+    return build_cli(
+        bot_app,
         help="Errand: a Discord bot with durable jobs. Try it with [bold]errand sandbox[/bold].",
     )
-    root.add_typer(cli_app)
-    root.add_typer(bot_app)
-    return root
 
 
 app = build_app()

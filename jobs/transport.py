@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from jobs.engine.views import JobStatus, JobView
     from jobs.errors import NotAllowed, Refused, UnknownJob
     from jobs.logs import get_logger
-    from jobs.ops.cli import app as cli_app
+    from jobs.ops.cli import build_cli
     from jobs.ops.cli import run as run_cli
     from jobs.ops.metrics import REGISTRY as METRICS
     from jobs.ops.process import Process

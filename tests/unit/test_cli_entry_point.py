@@ -17,9 +17,9 @@ def test_errand_has_the_engine_commands_and_the_bot_commands_side_by_side() -> N
     """`errand --help` lists every engine command and `bot`, `run`, `sandbox`; the engine's own
     app keeps only its commands (the bot adds to the root, not to it)."""
     from bot.cli import app, bot_app
-    from jobs.transport import cli_app
+    from jobs.ops.cli import app as engine_app
 
-    engine = _commands(cli_app)
+    engine = _commands(engine_app)
     assert {"migrate", "worker", "prune", "job", "outbox"} <= engine
     assert _commands(bot_app) == {"bot", "run", "sandbox"}
     assert engine.isdisjoint({"bot", "run", "sandbox"})

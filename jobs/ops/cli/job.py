@@ -1,0 +1,258 @@
+"""``errand job ...``: submit, inspect, cancel and resolve jobs.
+
+Every command takes ``--json`` and prints one JSON object. The commands are listed in ``--help``
+in the order they are defined here: doing, looking, changing.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+import jobs.limits as limits
+from jobs.engine.state import Actor, State
+from jobs.ops.cli.help import Command, Group, SubmitCommand
+from jobs.ops.cli.render import job_lines, status_text, timeline_text
+from jobs.ops.cli.shared import (
+    JsonOpt,
+    checked,
+    emit,
+    fail,
+    job_id_arg,
+    text_arg,
+    with_engine,
+)
+
+if TYPE_CHECKING:
+    from jobs.ops.app import Engine
+
+job_app = typer.Typer(
+    cls=Group,
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+    help="Submit, inspect, cancel and resolve jobs.",
+)
+
+
+@job_app.command("submit", cls=SubmitCommand)
+def job_submit(
+    kind: Annotated[
+        str | None,
+        typer.Argument(metavar="KIND", help="A registered kind (below); omit with --from."),
+    ] = None,
+    param: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--param", "-p", metavar="NAME=VALUE", help="A parameter of the kind; repeatable."
+        ),
+    ] = None,
+    idempotency_key: Annotated[
+        str | None,
+        typer.Option(metavar="KEY", help="Submitting again with the same key returns that job."),
+    ] = None,
+    requester: Annotated[str, typer.Option(metavar="WHO", help="Who asks.")] = "cli",
+    from_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--from",
+            metavar="FILE.jsonl",
+            help='Submit every line of a JSON Lines file ("-": stdin) in one statement: '
+            '{"kind": K, "params": {...}, "idempotency_key": KEY, "requester": R}.',
+        ),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Submit a job (or a file of them); prints its id at once."""
+    if from_file is not None:
+        if kind is not None or param or idempotency_key is not None:
+            fail("--from takes the kinds, params and keys from the file; give no KIND or --param")
+        text_arg("--requester", requester)
+        _submit_file(from_file, requester, as_json)
+        return
+    if kind is None:
+        fail("name a KIND, or submit a file with --from FILE.jsonl")
+    text_arg("kind", kind)
+    text_arg("--requester", requester)
+    if idempotency_key is not None:
+        text_arg("--idempotency-key", idempotency_key)
+    params = parse_params(param or [])
+
+    async def go(engine: Engine) -> tuple[Any, bool]:
+        return await engine.store.submit(
+            kind, params, requester=requester, idempotency_key=idempotency_key
+        )
+
+    job, created = with_engine(go, kinds=True)
+    out = job.to_json() | {"created": created}
+    emit(out, as_json, f"{job.public_id} {job.state.value}")
+
+
+_ROW_KEYS = {"kind", "params", "idempotency_key", "requester", "origin", "origin_group"}
+
+
+def _submit_file(path: Path, requester: str, as_json: bool) -> None:
+    """``job submit --from``: read and check every line, then one bulk submit (all or nothing)."""
+    from jobs.engine.store import Submission
+
+    try:
+        text = sys.stdin.read() if str(path) == "-" else path.read_text()
+    except OSError as exc:
+        fail(f"cannot read {path}: {exc.strerror or exc}")
+    rows: list[Submission] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+        except json.JSONDecodeError as exc:
+            fail(f"line {number}: not JSON ({exc.msg})")
+        if not isinstance(raw, dict) or not isinstance(raw.get("kind"), str):
+            fail(f'line {number}: expected an object with a "kind"')
+        unknown = sorted(set(raw) - _ROW_KEYS)
+        if unknown:
+            known = ", ".join(sorted(_ROW_KEYS))
+            fail(f"line {number}: unknown field {unknown[0]!r} (known: {known})")
+        params, key, who = raw.get("params", {}), raw.get("idempotency_key"), raw.get("requester")
+        origin, group = raw.get("origin"), raw.get("origin_group")
+        if not isinstance(params, dict):
+            fail(f'line {number}: "params" must be an object')
+        if not (key is None or isinstance(key, str)) or not (who is None or isinstance(who, str)):
+            fail(f'line {number}: "idempotency_key" and "requester" must be strings')
+        if not (origin is None or isinstance(origin, dict)):
+            fail(f'line {number}: "origin" must be an object')
+        if not (group is None or isinstance(group, str)):
+            fail(f'line {number}: "origin_group" must be a string')
+        rows.append(Submission(raw["kind"], params, who or requester, origin, group, key))
+    if not rows:
+        fail(f"{path}: no jobs (one JSON object per line)")
+
+    async def go(engine: Engine) -> list[tuple[str, bool]]:
+        return await engine.store.submit_many(rows)
+
+    done = with_engine(go, kinds=True)
+    jobs = [{"id": public_id, "created": created} for public_id, created in done]
+    count = sum(1 for _, c in done if c)
+    text_out = "\n".join(
+        f"{public_id} {'queued' if created else 'exists'}" for public_id, created in done
+    )
+    emit({"jobs": jobs, "created": count}, as_json, text_out)
+
+
+def parse_params(pairs: list[str]) -> dict[str, Any]:
+    """``key=value`` pairs; values are JSON when they parse as JSON, else strings."""
+    params: dict[str, Any] = {}
+    for pair in pairs:
+        text_arg("--param", pair, limits.MAX_PARAMS_BYTES)
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            fail(f"bad --param {pair[:40]!r}: expected key=value")
+        text_arg("--param name", key)
+        try:
+            params[key] = json.loads(raw, parse_constant=_refuse_constant)
+        except json.JSONDecodeError:
+            params[key] = raw
+        except RecursionError:
+            fail(f"bad --param {key}: nested deeper than {limits.MAX_DEPTH} levels")
+        except ValueError as exc:
+            fail(f"bad --param {key}: {exc}")
+    checked(lambda: limits.json_value("params", params))
+    return params
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"numbers must be finite, not {name}")
+
+
+@job_app.command("status", cls=Command)
+def job_status(job_id: str, as_json: JsonOpt = False) -> None:
+    """Show a job's state, progress, attempts and events."""
+    job_id = job_id_arg(job_id)
+    status = with_engine(lambda e: e.store.status(job_id))
+    emit(status.to_json(), as_json, status_text(status))
+
+
+@job_app.command("show", cls=Command)
+def job_show(job_id: str, as_json: JsonOpt = False) -> None:
+    """Show a job's whole timeline: events, attempts, steps, effects and notices."""
+    from jobs.ops.inspect import timeline
+
+    job_id = job_id_arg(job_id)
+    found = with_engine(lambda e: timeline(e.store, job_id))
+    emit(found.to_json(), as_json, timeline_text(found))
+
+
+@job_app.command("list", cls=Command)
+def job_list(
+    state: Annotated[list[State] | None, typer.Option(help="Only these states.")] = None,
+    kind: Annotated[str | None, typer.Option(help="Only this kind.")] = None,
+    requester: Annotated[str | None, typer.Option(help="Only this requester.")] = None,
+    newer_than: Annotated[float | None, typer.Option(help="Only jobs newer than N s.")] = None,
+    limit: Annotated[int, typer.Option(help="At most N jobs.")] = 50,
+    as_json: JsonOpt = False,
+) -> None:
+    """List recent jobs, newest first."""
+    checked(lambda: limits.integer("--limit", limit, 1, limits.MAX_LIMIT))
+    if newer_than is not None:
+        checked(lambda: limits.number("--newer-than", newer_than, 0, limits.MAX_SECONDS))
+    for name, value in (("--kind", kind), ("--requester", requester)):
+        if value is not None:
+            text_arg(name, value)
+
+    async def go(engine: Engine) -> Any:
+        return await engine.store.list_jobs(
+            states=state,
+            kind=kind,
+            requester=requester,
+            newer_than_seconds=newer_than,
+            limit=limit,
+        )
+
+    jobs = with_engine(go)
+    emit({"jobs": [j.to_json() for j in jobs]}, as_json, job_lines(jobs))
+
+
+@job_app.command("cancel", cls=Command)
+def job_cancel(
+    job_id: str,
+    reason: Annotated[str | None, typer.Option(help="Why.")] = None,
+    force: Annotated[bool, typer.Option(help="Operator: end it now, acknowledged or not.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Cancel a job (queued: at once; running: asks it to stop)."""
+    job_id = job_id_arg(job_id)
+    if reason is not None:
+        text_arg("--reason", reason, limits.MAX_REASON)
+
+    async def go(engine: Engine) -> Any:
+        return await engine.store.cancel(
+            job_id, actor=Actor.OPERATOR, by="cli", reason=reason, force=force
+        )
+
+    result = with_engine(go)
+    out = result.job.to_json() | {"outcome": result.outcome, "changed": result.changed}
+    emit(out, as_json, f"{result.job.public_id} {result.outcome} ({result.job.state.value})")
+
+
+@job_app.command("resolve", cls=Command)
+def job_resolve(
+    job_id: str,
+    as_: Annotated[str, typer.Option("--as", help="succeeded | failed | retry | cancelled")],
+    note: Annotated[str, typer.Option(help="What you found (recorded).")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Settle a job whose outcome is unknown."""
+    job_id = job_id_arg(job_id)
+    text_arg("--as", as_)
+    text_arg("--note", note, limits.MAX_NOTE)
+
+    async def go(engine: Engine) -> Any:
+        return await engine.store.resolve(
+            job_id, actor=Actor.OPERATOR, outcome=as_, note=note, by="operator"
+        )
+
+    job = with_engine(go, kinds=True)
+    emit(job.to_json(), as_json, f"{job.public_id} {job.state.value}")

@@ -1,0 +1,104 @@
+"""What ``errand`` prints for a person: a job's status, a list of jobs, a job's whole timeline,
+a list of notices. The same facts as the bot's ``bot/render.py`` writes for Discord, laid out
+for a terminal (``--json`` prints the data instead)."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from jobs.engine.state import State
+from jobs.engine.views import JobStatus, JobView
+
+if TYPE_CHECKING:
+    from jobs.ops.inspect import Timeline
+
+# Parameters that hold what a job is asked to do, in order of preference (as /summon fills).
+TASK_PARAMS = ("prompt", "task", "text")
+
+
+def status_text(status: JobStatus) -> str:
+    """``job status`` for a person: what was asked, how far it got, how it ended, and why."""
+    job = status.job
+    task = job.origin.get("task") or next(
+        (job.params[k] for k in TASK_PARAMS if isinstance(job.params.get(k), str)), None
+    )
+    rows: list[tuple[str, str]] = []
+    if task:
+        rows.append(("task", " ".join(str(task).split())[:300]))
+    shown_params = {k: v for k, v in job.params.items() if k not in TASK_PARAMS}
+    if shown_params:
+        rows.append(("params", json.dumps(shown_params, default=str, sort_keys=True)[:300]))
+    if job.progress_line:  # "Step 3 of 5 · note", as Discord and the page show it
+        rows.append(("progress", job.progress_line))
+    if job.state is State.SUCCEEDED and job.result is not None:
+        rows.append(("result", json.dumps(job.result, default=str, sort_keys=True)[:500]))
+    if job.reason:
+        rows.append(("reason", job.reason))
+    if job.state is State.FAILED and job.error is not None:
+        error = job.error
+        if isinstance(error, dict) and {"type", "message"} <= set(error):
+            error = f"{error['type']}: {error['message']}"
+        text = error if isinstance(error, str) else json.dumps(error, default=str)
+        if not job.reason or job.reason not in text:
+            rows.append(("error", text[:500]))
+    rows.append(("", job.attempt_line))  # "attempt 1 · 0 failures (max 3)", as on Discord
+    if job.usage and any(job.usage.values()):
+        rows.append(("usage", ", ".join(f"{k} {v}" for k, v in job.usage.items() if v)))
+    rows.append(("requester", job.requester))
+    rows.append(("submitted", f"{job.created_at:%Y-%m-%d %H:%M:%S %Z}".strip()))
+    lines = [f"{job.public_id}  {job.kind}  {job.state.value}"]
+    lines += [f"{label}: {value}" if label else value for label, value in rows]
+    if status.steps:
+        lines.append("steps:")
+        lines += [
+            f"  {st['number']}. {st['name']}: {st['outcome'] or 'running'}"
+            + (f" ({st['error']})" if st["error"] else "")
+            for st in status.steps
+        ]
+    if status.assets:
+        lines.append("assets:")
+        lines += [f"  {a['name']} ({a['size']} bytes)" for a in status.assets]
+    lines.append("events:")
+    for ev in status.events:
+        mark = " (no effect)" if ev.ignored else ""
+        source = ev.from_state.value if ev.from_state else "—"
+        lines.append(
+            f"  {ev.at:%H:%M:%S}  {source} → {ev.to_state.value} by {ev.actor}{mark}"
+            + (f": {ev.reason}" if ev.reason else "")
+        )
+    return "\n".join(lines)
+
+
+def job_lines(jobs: list[JobView]) -> str:
+    """``job list``: one line per job, newest first."""
+    lines = [
+        f"{j.public_id} {j.kind:10} {j.state.value:10} {j.created_at:%Y-%m-%d %H:%M}" for j in jobs
+    ]
+    return "\n".join(lines) or "no jobs"
+
+
+def timeline_text(found: Timeline) -> str:
+    """``job show``: the job, then its events, attempts, steps, effects and notices in time
+    order."""
+    job = found.status.job
+    lines = [
+        f"{job.public_id} {job.kind} {job.state.value}"
+        + (f" ({job.reason})" if job.reason else ""),
+        f"requester: {job.requester}  {job.attempt_line}  "
+        f"created: {job.created_at:%Y-%m-%d %H:%M:%S}",
+    ]
+    lines += [f"  {e.at:%Y-%m-%d %H:%M:%S.%f} {e.what:8} {e.text}" for e in found.entries]
+    return "\n".join(lines)
+
+
+def notice_lines(rows: list[dict[str, Any]]) -> str:
+    """``outbox list``: one line per notice, newest first."""
+    lines = [
+        f"{r['id']} {r['public_id']} {r['topic']}->{r['payload']['to']} "
+        f"attempts={r['attempts']} "
+        + ("delivered" if r["delivered_at"] else "dead" if r["dead_at"] else "pending")
+        + (f": {r['last_error']}" if r["last_error"] else "")
+        for r in rows
+    ]
+    return "\n".join(lines) or "no notices"
