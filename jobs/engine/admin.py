@@ -9,6 +9,7 @@ here changes a job's state.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 import asyncpg
 
@@ -60,21 +61,19 @@ async def notices_of(pool: asyncpg.Pool, job_id: int) -> list[Notice]:
     ]
 
 
-NOTICE_STATUSES = ("dead", "pending", "delivered")
-"""What ``list_notices`` filters by (``None``: any)."""
+class NoticeStatus(StrEnum):
+    """Where a notice is on its way to its transport: what :func:`list_notices` filters by."""
+
+    DEAD = "dead"
+    """Given up on (dead-lettered): ``errand outbox retry`` delivers it again."""
+    PENDING = "pending"
+    DELIVERED = "delivered"
 
 
 async def list_notices(
-    pool: asyncpg.Pool, status: str | None, public_id: str | None, limit: int
+    pool: asyncpg.Pool, status: NoticeStatus | None, public_id: str | None, limit: int
 ) -> list[tuple[str, str, Notice]]:
-    """Notices by status (one of :data:`NOTICE_STATUSES`; None: any), newest first, each with
-    its job's public id and kind.
-
-    Raises:
-        ValueError: an unknown status.
-    """
-    if status is not None and status not in NOTICE_STATUSES:
-        raise ValueError(f"status: one of {', '.join(NOTICE_STATUSES)} (not {status[:40]!r})")
+    """Notices by status (None: any), newest first, each with its job's public id and kind."""
     rows = await _SQL.fetch(pool, "notice_list", status=status, public_id=public_id, limit=limit)
     return [(r["public_id"], r["kind"], Notice.from_record(r)) for r in rows]
 

@@ -163,14 +163,14 @@ async def timeline(store: JobStore, public_id: str) -> Timeline:
 
 
 async def list_notices(
-    pool: asyncpg.Pool, *, status: str | None = "dead", job: str | None = None, limit: int = 50
+    pool: asyncpg.Pool,
+    *,
+    status: admin.NoticeStatus | None = admin.NoticeStatus.DEAD,
+    job: str | None = None,
+    limit: int = 50,
 ) -> list[dict[str, Any]]:
     """Notices, newest first, in their documented JSON shape with their job's public id and
-    kind; ``status`` one of dead, pending, delivered or None (all).
-
-    Raises:
-        ValueError: an unknown status.
-    """
+    kind; ``status`` None: all of them."""
     rows = await admin.list_notices(pool, status, job.lower() if job else None, limit)
     return [{"public_id": p, "kind": k, **n.to_json()} for p, k, n in rows]
 

@@ -26,6 +26,7 @@ from jobs.ops.cli.shared import (
     text_arg,
     with_engine,
 )
+from jobs.params import parse_params
 
 if TYPE_CHECKING:
     from jobs.ops.app import Engine
@@ -79,7 +80,7 @@ def job_submit(
     text_arg("--requester", requester)
     if idempotency_key is not None:
         text_arg("--idempotency-key", idempotency_key)
-    params = parse_params(param or [])
+    params = checked(lambda: parse_params(param or []))
 
     async def go(engine: Engine) -> tuple[Any, bool]:
         return await engine.store.submit(
@@ -140,31 +141,6 @@ def _submit_file(path: Path, requester: str, as_json: bool) -> None:
         f"{public_id} {'queued' if created else 'exists'}" for public_id, created in done
     )
     emit({"jobs": jobs, "created": count}, as_json, text_out)
-
-
-def parse_params(pairs: list[str]) -> dict[str, Any]:
-    """``key=value`` pairs; values are JSON when they parse as JSON, else strings."""
-    params: dict[str, Any] = {}
-    for pair in pairs:
-        text_arg("--param", pair, limits.MAX_PARAMS_BYTES)
-        key, sep, raw = pair.partition("=")
-        if not sep or not key:
-            fail(f"bad --param {pair[:40]!r}: expected key=value")
-        text_arg("--param name", key)
-        try:
-            params[key] = json.loads(raw, parse_constant=_refuse_constant)
-        except json.JSONDecodeError:
-            params[key] = raw
-        except RecursionError:
-            fail(f"bad --param {key}: nested deeper than {limits.MAX_DEPTH} levels")
-        except ValueError as exc:
-            fail(f"bad --param {key}: {exc}")
-    checked(lambda: limits.json_value("params", params))
-    return params
-
-
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"numbers must be finite, not {name}")
 
 
 @job_app.command("status", cls=Command)

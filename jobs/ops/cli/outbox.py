@@ -25,14 +25,17 @@ def outbox_list(
     as_json: JsonOpt = False,
 ) -> None:
     """List notices to transports, newest first (dead-lettered ones by default)."""
+    from jobs.engine.admin import NoticeStatus
     from jobs.ops.inspect import list_notices
 
-    if status not in {"dead", "pending", "delivered", "all"}:
-        fail(f"--status: one of dead, pending, delivered, all (not {status[:40]!r})")
+    try:
+        wanted = None if status == "all" else NoticeStatus(status)
+    except ValueError:
+        known = ", ".join([*NoticeStatus, "all"])
+        fail(f"--status: one of {known} (not {status[:40]!r})")
     checked(lambda: limits.integer("--limit", limit, 1, limits.MAX_LIMIT))
     if job is not None:
         job = job_id_arg(job)
-    wanted = None if status == "all" else status
     rows = with_engine(lambda e: list_notices(e.pool, status=wanted, job=job, limit=limit))
     emit({"notices": rows}, as_json, notice_lines(rows))
 

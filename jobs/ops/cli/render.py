@@ -9,24 +9,22 @@ from typing import TYPE_CHECKING, Any
 
 from jobs.engine.state import State
 from jobs.engine.views import JobStatus, JobView
+from jobs.params import TASK_FIELDS
 
 if TYPE_CHECKING:
     from jobs.ops.inspect import Timeline
-
-# Parameters that hold what a job is asked to do, in order of preference (as /summon fills).
-TASK_PARAMS = ("prompt", "task", "text")
 
 
 def status_text(status: JobStatus) -> str:
     """``job status`` for a person: what was asked, how far it got, how it ended, and why."""
     job = status.job
     task = job.origin.get("task") or next(
-        (job.params[k] for k in TASK_PARAMS if isinstance(job.params.get(k), str)), None
+        (job.params[k] for k in TASK_FIELDS if isinstance(job.params.get(k), str)), None
     )
     rows: list[tuple[str, str]] = []
     if task:
         rows.append(("task", " ".join(str(task).split())[:300]))
-    shown_params = {k: v for k, v in job.params.items() if k not in TASK_PARAMS}
+    shown_params = {k: v for k, v in job.params.items() if k not in TASK_FIELDS}
     if shown_params:
         rows.append(("params", json.dumps(shown_params, default=str, sort_keys=True)[:300]))
     if job.progress_line:  # "Step 3 of 5 · note", as Discord and the page show it
