@@ -1,6 +1,8 @@
 """Errand's job engine: durable, transport-agnostic job records, their state machine and runtime.
 
-This door is what a kind's author uses: ``from jobs import kind, Context, JobFailed``. A
+This door is what a kind's author uses: ``from jobs import kind, Context, JobFailed``: the
+decorator, what a handler receives, its budget and the errors it raises or catches (the types it
+meets without naming them, a registered kind and a step's meter, stay behind it). A
 transport (``bot/``) enters through the second door, :mod:`jobs.transport`. Nothing else is
 public. Names load on first use (:mod:`jobs.lazy`), so a short CLI command imports only the
 modules it touches.
@@ -21,9 +23,9 @@ if TYPE_CHECKING:
         JobFailed,
         LeaseLost,
     )
-    from jobs.runtime.budget import Budget, Meter, estimate_tokens
+    from jobs.runtime.budget import Budget, estimate_tokens
     from jobs.runtime.context import Context
-    from jobs.runtime.registry import Kind, kind
+    from jobs.runtime.registry import kind
 
 if not TYPE_CHECKING:
     __getattr__, __dir__, __all__ = exports(globals())

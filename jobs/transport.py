@@ -1,10 +1,17 @@
 """The transport door: what a transport such as ``bot/`` uses of the engine, and nothing else.
 
-The store and its rows (submit, cancel, status), the outbox of notices a transport delivers,
-the refusals a caller maps to messages, settings and the engine's processes and CLI (for an entry
-point that composes them with its own), and the few shared mechanisms (logging, secrets,
-backoff, the metrics registry, named SQL). Kind authors use
-:mod:`jobs` instead. Names load on first use (:mod:`jobs.lazy`).
+- The job and its rows: the store (submit, cancel, resolve, status), its views, states and
+  actors, ids as people type them, and the refusals a caller maps to messages.
+- What a person types for a job (:data:`TASK_FIELDS`, :func:`parse_params`), read the same as
+  the CLI reads it.
+- The outbox of notices a transport delivers.
+- The process: :class:`Process` assembles a long-running process (engine, worker, health, the
+  transport's parts, the exit path) from settings; :func:`build_cli` and :func:`run_cli` make
+  and run a console script with the engine's commands beside the transport's.
+- The few shared mechanisms: logging, secrets, backoff and the one list of outage errors, the
+  metrics registry, named SQL.
+
+Kind authors use :mod:`jobs` instead. Names load on first use (:mod:`jobs.lazy`).
 """
 
 from __future__ import annotations
@@ -22,12 +29,13 @@ if TYPE_CHECKING:
     from jobs.engine.state import TERMINAL, Actor, State
     from jobs.engine.store import JobStore
     from jobs.engine.views import JobStatus, JobView
-    from jobs.errors import NotAllowed, Refused, UnknownJob
+    from jobs.errors import NotAllowed, UnknownJob
     from jobs.logs import get_logger
     from jobs.ops.cli import build_cli
     from jobs.ops.cli import run as run_cli
     from jobs.ops.metrics import REGISTRY as METRICS
     from jobs.ops.process import Process
+    from jobs.params import TASK_FIELDS, parse_params
     from jobs.retry import backoff
     from jobs.runtime.registry import Registry
     from jobs.secrets import register as register_secret

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from bot import render
-from bot.commands import parse_params
+from bot.commands.summon import summon_params
 from bot.queries import bot_queries
 from jobs.engine.notices import Notice
 from jobs.engine.state import Actor, State
@@ -268,14 +268,14 @@ def test_durations_and_bars_read_naturally() -> None:
 
 
 def test_params_parse_json_values_and_refuse_junk() -> None:
-    assert parse_params('steps=3 note="two words" flag=true') == {
+    assert summon_params('steps=3 note="two words" flag=true') == {
         "steps": 3,
         "note": "two words",
         "flag": True,
     }
     for junk in ['"open', "=1", "steps", "a-b=1", "x" * 2000]:
         with pytest.raises(ValueError):  # noqa: PT011 - each has its own message
-            parse_params(junk)
+            summon_params(junk)
 
 
 def test_every_bot_query_used_exists_and_none_is_unused() -> None:

@@ -1,0 +1,210 @@
+"""``/summon``: start a job; the user gets its id at once.
+
+Nothing slow happens before the answer: ``/summon`` validates, submits (one short transaction)
+and answers; the thread and the progress message follow through the outbox. The options declare
+the limits the bot enforces (``task`` and ``params`` lengths), so Discord refuses longer values
+before the bot sees them; the bot checks them again, for a Discord that does not.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+import discord
+from discord import app_commands
+
+from bot import authz, render
+from bot.commands.shared import (
+    MAX_PARAMS,
+    MAX_TASK,
+    TRANSPORT,
+    group_of,
+    host_of,
+    in_time,
+    reply,
+    requester_of,
+)
+from bot.queries import sql
+from bot.render import NO_PINGS
+from bot.settings import agent_configured
+from jobs import ErrandError
+from jobs.transport import TASK_FIELDS, Registry, get_logger, parse_params
+
+log = get_logger("bot.commands")
+
+# Kinds that need a model endpoint (ERRAND_AGENT_*): not suggested when this process has
+# none. Still accepted when typed: workers elsewhere may hold the model settings, and a worker
+# without them fails the job at once saying what to set.
+NEEDS_MODEL = frozenset({"agent"})
+
+
+def summon_params(text: str) -> dict[str, Any]:
+    """The ``params`` option: ``key=value`` pairs separated by spaces (quotes allowed), each
+    key a name; read as every edge reads parameters (:func:`jobs.transport.parse_params`).
+
+    Raises:
+        ValueError: the text is not such pairs; one short line saying what is wrong.
+        ErrandError: a value Errand refuses (a number that is not finite, nesting too deep).
+    """
+    if len(text) > MAX_PARAMS:
+        raise ValueError(f"params are too long (at most {MAX_PARAMS} characters)")
+    try:
+        parts = shlex.split(text)
+    except ValueError:
+        raise ValueError("params: unbalanced quotes") from None
+    for part in parts:
+        key, sep, _ = part.partition("=")
+        if not sep or not key.isidentifier():
+            raise ValueError('params must look like `steps=3 note="two words"`')
+    return parse_params(parts, name="params")
+
+
+@app_commands.command(name="summon", description="Start a job; you get its id at once")
+@app_commands.describe(
+    task="What to do",
+    kind="Which kind of job (default: the server's)",
+    params="Extra parameters, e.g. steps=3",
+)
+async def summon(
+    interaction: discord.Interaction[Any],
+    task: app_commands.Range[str, None, MAX_TASK],
+    kind: str | None = None,
+    params: app_commands.Range[str, None, MAX_PARAMS] | None = None,
+) -> None:
+    """Validate, submit with the interaction id as idempotency key, answer with the id."""
+    host = host_of(interaction)
+    task = task.strip()
+    kind_name = (kind or "").strip() or host.settings.resolved_default_kind()
+    if not task:
+        await reply(interaction, "Say what to do: `/summon task:...`.")
+        return
+    if len(task) > MAX_TASK:
+        await reply(interaction, f"The task is too long (at most {MAX_TASK} characters).")
+        return
+    if "\x00" in task or "\x00" in (params or ""):
+        await reply(interaction, "The task or params contain a NUL character; remove it.")
+        return
+    refusal = authz.summon_refusal(interaction)
+    if refusal is not None:
+        await reply(interaction, refusal)
+        return
+    if kind_name not in host.registry:
+        known = ", ".join(offered_kinds(host.registry))
+        await reply(interaction, f"Unknown kind `{render.code(kind_name, 40)}`. Kinds: {known}.")
+        return
+    try:
+        values = summon_params(params or "")
+    except (ValueError, ErrandError) as exc:
+        await reply(interaction, str(exc))
+        return
+    spec = host.registry.get(kind_name)
+    field = next((f for f in TASK_FIELDS if f in spec.params.model_fields), None)
+    if field is not None:
+        values.setdefault(field, task)
+    channel = interaction.channel
+    channel_type = channel.type.value if channel is not None else 0
+    origin = {
+        "transport": TRANSPORT,
+        "guild_id": str(interaction.guild_id) if interaction.guild_id else None,
+        "channel_id": str(interaction.channel_id),
+        "channel_type": channel_type,
+        "user_id": str(interaction.user.id),
+        "interaction_id": str(interaction.id),
+        "task": task,
+    }
+    if interaction.guild_id:
+        # Which process delivers this job's messages: the one whose shards hold the guild
+        # (shard = (guild_id >> 22) % shard count; see jobs.engine.notices, partition).
+        origin["partition"] = interaction.guild_id >> 22
+    # The submit is one short transaction; should the database be slow, the answer is deferred
+    # (public: the thread starts from it) and sent when the submit is done.
+    submit = host.store.submit(
+        kind_name,
+        values,
+        requester=requester_of(interaction.user),
+        origin=origin,
+        origin_group=group_of(interaction),
+        idempotency_key=f"{TRANSPORT}:{interaction.id}",
+    )
+    try:
+        job, _created = await in_time(interaction, submit, ephemeral=False)
+    except ErrandError as exc:  # a refusal (bad params, a quota): its message is for the user
+        await reply(interaction, render.code(str(exc), 400))
+        return
+    deferred = interaction.response.is_done()
+    answer = render.answer(job.public_id, job.kind, job.state, channel_type)
+    anchor: int | None
+    if deferred:
+        # The first follow-up of a deferred answer becomes the answer message.
+        sent = await interaction.followup.send(answer, wait=True, allowed_mentions=NO_PINGS)
+        anchor = sent.id
+    else:
+        response = await interaction.response.send_message(answer, allowed_mentions=NO_PINGS)
+        anchor = response.message_id if response is not None else None
+    log.info(
+        "job.summoned",
+        job_id=job.public_id,
+        kind=job.kind,
+        guild=origin["guild_id"],
+        deferred=deferred,
+    )
+    # After the answer: remember the message to start the thread from, then wake delivery.
+    await host.pool.execute(
+        sql("binding_insert"),
+        job.id,
+        origin["guild_id"],
+        origin["channel_id"],
+        channel_type,
+        str(anchor) if anchor else None,
+    )
+    # The answer shows the job's state from now on, edited through this interaction's token:
+    # Discord does not count those edits against the bot's global limit.
+    if not deferred:  # a deferred answer is a follow-up: delivery's fallback edits it
+        host.delivery.remember_answer(job.id, job.public_id, interaction, channel_type)
+    host.delivery.poke(job.id, job.public_id)
+
+
+def offered_kinds(registry: Registry) -> list[str]:
+    """Registered kinds a user can run here (the agent only when a model is configured)."""
+    model = agent_configured()
+    return [n for n in registry.names() if model or n not in NEEDS_MODEL]
+
+
+@summon.autocomplete("kind")
+async def kind_choices(
+    interaction: discord.Interaction[Any], current: str
+) -> list[app_commands.Choice[str]]:
+    """Registered kinds matching what was typed, with their descriptions."""
+    registry = host_of(interaction).registry
+    out = []
+    for name in offered_kinds(registry):
+        spec = registry.get(name)
+        if current.lower() in name.lower():
+            label = f"{name} — {spec.description}" if spec.description else name
+            out.append(app_commands.Choice(name=label[:100], value=name))
+    return out[:25]
+
+
+@summon.autocomplete("params")
+async def param_choices(
+    interaction: discord.Interaction[Any], current: str
+) -> list[app_commands.Choice[str]]:
+    """The chosen kind's parameters not yet given, as ``name=`` suggestions."""
+    host = host_of(interaction)
+    kind = getattr(interaction.namespace, "kind", None) or host.settings.resolved_default_kind()
+    if kind not in host.registry:
+        return []
+    fields = host.registry.get(kind).params.model_fields
+    head, _, last = current.rpartition(" ")
+    given = {p.partition("=")[0] for p in current.split()}
+    out = []
+    for name, info in fields.items():
+        if name in TASK_FIELDS or (name in given and not current.endswith(name)):
+            continue
+        if last and not name.startswith(last.partition("=")[0]):
+            continue
+        value = f"{head} {name}=".strip()
+        label = f"{name}=  {info.description or ''}".strip()
+        out.append(app_commands.Choice(name=label[:100], value=value[:100]))
+    return out[:25]
