@@ -5,7 +5,12 @@ polling fallback), which a submit sends only while the worker is listed as waiti
 slots and found nothing to claim; docs/state-machine.md, "Waking a worker"), claims in batches,
 renews every lease it holds with one statement per heartbeat, learns of cancels by ``LISTEN
 errand_cancel`` *and* by the heartbeat reply (so a missed NOTIFY never loses a cancel), records
-how attempts end in batches, and runs the reaper.
+how attempts end in batches, and runs the reaper. How it stops, in bounded time, is
+:mod:`jobs.runtime.shutdown`.
+
+Over 400 lines on purpose: one class whose loops (listen, claim, heartbeat, reaper, flush) share
+the attempts it runs and the ends it has yet to write; split across modules, they would reach
+into each other's attributes for that same state.
 """
 
 from __future__ import annotations
