@@ -18,7 +18,7 @@ from discord import app_commands
 
 from bot.cancel import CancelButton
 from bot.commands import Host, install
-from bot.delivery import Delivery
+from bot.delivery.loop import Delivery
 from bot.queries import sql
 from bot.settings import BotSettings
 from bot.trace import discord_http_trace

@@ -15,8 +15,8 @@ deleted, permission removed) retry with backoff and are then dead-lettered; acto
 independent, so one bad destination never holds up another job.
 
 This module is the loop: the actors, their rounds and the ``discord_binding`` rows. The
-requests themselves are in ``bot.discord_io``, and the order and pace of requests and edits in
-``bot.pacer``.
+requests themselves are in ``bot.delivery.discord_io``, and the order and pace of requests and
+edits in ``bot.delivery.pacer``.
 """
 
 from __future__ import annotations
@@ -32,11 +32,11 @@ import asyncpg
 import discord
 
 from bot import render
-from bot.answers import Answers
-from bot.discord_io import FORUMS, NO_ANSWER, THREADABLE, DiscordIO, describe
+from bot.delivery.answer import Answers
+from bot.delivery.discord_io import FORUMS, NO_ANSWER, THREADABLE, DiscordIO, describe
+from bot.delivery.pacer import EDIT, SETUP, TERMINAL_EDIT, edit_interval, edit_wait
 from bot.errors import BindingPending, Stopping
 from bot.metrics import discord_retry, notice_dead_lettered, notice_delivered
-from bot.pacer import EDIT, SETUP, TERMINAL_EDIT, edit_interval, edit_wait
 from bot.queries import sql
 from bot.settings import BotSettings
 from jobs.transport import (
@@ -227,7 +227,7 @@ class Delivery:
         interaction: discord.Interaction[Any],
         channel_type: int,
     ) -> None:
-        """Keep this job's /summon answer showing its state (see :mod:`bot.answers`)."""
+        """Keep this job's /summon answer showing its state (see :mod:`bot.delivery.answer`)."""
         self.answers.remember(job_id, public_id, interaction, channel_type)
 
     def poke(self, job_id: int, public_id: str) -> None:

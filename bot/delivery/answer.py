@@ -7,7 +7,7 @@ interaction's webhook token are not counted against the global limit
 its own bucket, so the answer shows each state change at once, whatever the queue holds. A token
 lives 15 minutes; after that (or after a restart, since the token is kept in memory only and is
 never stored), the thread's progress message carries the state, and a terminal state is written
-to the answer once more with the bot's token (see :mod:`bot.delivery`).
+to the answer once more with the bot's token (see :mod:`bot.delivery.loop`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 import discord
 
 from bot import render
-from bot.discord_io import NO_ANSWER
+from bot.delivery.discord_io import NO_ANSWER
 from bot.render import NO_PINGS
 from jobs.transport import JobStore, State, UnknownJob, get_logger
 

@@ -1,8 +1,8 @@
 """The Discord requests of delivery: threads, the progress message and notices.
 
 Every request waits its turn in the bot's request queue (:class:`Turns`, the asyncio side of
-:class:`bot.pacer.Pacer`), except a progress edit, whose caller waits first so that it shows
-the state read after its wait. Nothing here reads or writes the database.
+:class:`bot.delivery.pacer.Pacer`), except a progress edit, whose caller waits first so that it
+shows the state read after its wait. Nothing here reads or writes the database.
 
 Mentions: nothing the bot posts pings anyone (``allowed_mentions`` none, the task text
 included), except a notice, which pings its requester and no one else.
@@ -18,8 +18,8 @@ import discord
 
 from bot import render
 from bot.cancel import cancel_view
+from bot.delivery.pacer import NOTICE, SETUP, TERMINAL_EDIT, Pacer
 from bot.errors import Stopping
-from bot.pacer import NOTICE, SETUP, TERMINAL_EDIT, Pacer
 from bot.render import NO_PINGS
 
 # Discord error codes handled on purpose.
