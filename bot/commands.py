@@ -169,7 +169,9 @@ async def visible(interaction: discord.Interaction[Any], raw: str | None) -> Job
     if not raw:
         if interaction.channel_id is None:
             return None
-        raw = await host.pool.fetchval(sql("binding_job_by_thread"), str(interaction.channel_id))
+        raw = await sql.fetchval(
+            host.pool, "binding_job_by_thread", thread_id=str(interaction.channel_id)
+        )
         if raw is None:
             return None
     public_id = normalize_id(raw)
@@ -296,13 +298,11 @@ async def summon(
         deferred=deferred,
     )
     # After the answer: remember the message to start the thread from, then wake delivery.
-    await host.pool.execute(
-        sql("binding_insert"),
-        job.id,
-        origin["guild_id"],
-        origin["channel_id"],
-        channel_type,
-        str(anchor) if anchor else None,
+    await sql.execute(
+        host.pool,
+        "binding_insert",
+        job_id=job.id,
+        anchor_message_id=str(anchor) if anchor else None,
     )
     # The answer shows the job's state from now on, edited through this interaction's token:
     # Discord does not count those edits against the bot's global limit.
@@ -434,7 +434,7 @@ async def _status(interaction: discord.Interaction[Any], job_id: str | None) -> 
     if job is None:
         return NO_SUCH_JOB if job_id else NO_JOB_HERE
     status = await host.store.status(job.public_id)
-    binding = await host.pool.fetchrow(sql("binding_get"), job.id)
+    binding = await sql.fetchrow(host.pool, "binding_get", job_id=job.id)
     deliveries = await host.outbox.notices(job.id)
     return render.status_page(
         status,

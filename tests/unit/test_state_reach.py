@@ -127,7 +127,7 @@ def test_the_bot_renders_every_state(state: State) -> None:
     each say the state, for a job in it."""
     j = job(state)
     status = JobStatus(j)
-    progress = render.progress(status, task="count", may_resolve=True)
+    progress = render.progress(j, task="count", may_resolve=True)
     assert progress.state is state
     assert state.value in progress.content
     row = Notice(
