@@ -196,7 +196,8 @@ UPDATE job SET max_attempts = greatest(max_attempts, failures + 1) WHERE id = :i
 -- name: job_transition
 -- Move jobs by a table of moves (from -> to) with, in the same statement, their events (notices
 -- for jobs with an origin), the end of the previous attempt and the steps it left open
--- ('interrupted'), and wake-ups. :fence 'attempt': only the row's current attempt may write
+-- ('interrupted'), and wake-ups (a worker, for a job it may claim again; the attempt, for a job
+-- now cancelling). :fence 'attempt': only the row's current attempt may write
 -- (a refused write is kept as an ignored event); 'none': no attempt involved. A move reason of
 -- '@keep' keeps the job's reason. :charges, per move: it uses up one of the job's max_attempts.
 -- Every job row is locked before it is read: callers that race a claim lock it first
@@ -284,7 +285,7 @@ SELECT c.id, c.state AS from_state, m.state AS to_state, m.public_id, m.kind,
            WHEN m.id IS NULL THEN NULL
            WHEN m.state = 'cancelling' THEN
                pg_notify('errand_cancel', m.current_attempt_id::text)::text
-           WHEN m.state = 'queued' THEN job_wake(m.kind)::text
+           WHEN m.state = ANY({claimable}::job_state[]) THEN job_wake(m.kind)::text
        END AS _notified,
        CASE WHEN m.id IS NOT NULL AND m.origin <> '{}'::jsonb
             THEN pg_notify('errand_outbox', '')::text END AS _outbox_notified
@@ -393,9 +394,9 @@ SELECT pg_try_advisory_xact_lock(hashtextextended('errand:analyze job', 0));
 SELECT state::text AS state, kind, count(*)::bigint AS count FROM job GROUP BY state, kind;
 
 -- name: job_queue_lag
--- Seconds the oldest due queued job has waited (0 when none waits).
+-- Seconds the oldest due job a worker may claim has waited (0 when none waits).
 SELECT coalesce(extract(epoch FROM now() - min(run_at)), 0)::float8
-FROM job WHERE state = 'queued' AND run_at <= now();
+FROM job WHERE state = ANY({claimable}::job_state[]) AND run_at <= now();
 
 -- name: job_prunable
 -- Terminal jobs finished more than :older_than_seconds ago with no pending notice (and, unless
