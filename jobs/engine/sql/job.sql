@@ -331,32 +331,52 @@ RETURNING id;
 SELECT id FROM job WHERE id = :job_id AND current_attempt_id = :attempt_id FOR SHARE;
 
 -- name: reaper_due
--- Whether the reaper has anything to do: the three selections below, read without locks. Every
--- worker reaps every second and almost always finds nothing; this one statement, outside any
--- transaction, is then the whole of it. What it misses for being unlocked, the next round
--- finds. {live} and {deadline} are constants, as in job_claim, so that its generic plan can use
--- the partial indexes job_live and job_deadline.
-SELECT EXISTS (SELECT 1 FROM job j JOIN attempt a ON a.id = j.current_attempt_id
-               WHERE j.state = ANY({live}::job_state[]) AND a.lease_expires_at < now())
+-- Whether the reaper has anything to do: the three selections below, read without locks, and
+-- the database's clock (the reaper's watch, jobs/engine/store/reaper.py). Every worker reaps
+-- every second and almost always finds nothing; this one statement, outside any transaction, is
+-- then the whole of it. What it misses for being unlocked, the next round finds. {live} and
+-- {deadline} are constants, as in job_claim, so that its generic plan can use the partial
+-- indexes job_live and job_deadline. A lease runs out as in job_expired_leases, from the
+-- reaper's last word on when the database came back (:grace_from, NULL: it never went away).
+SELECT now() AS at,
+       EXISTS (SELECT 1 FROM job j JOIN attempt a ON a.id = j.current_attempt_id
+               WHERE j.state = ANY({live}::job_state[]) AND a.lease_expires_at < now()
+                 AND greatest(pg_postmaster_start_time(), :grace_from::timestamptz)
+                     + (a.lease_expires_at - a.heartbeat_at) < now())
     OR EXISTS (SELECT 1 FROM job j
                WHERE j.state = 'cancelling'
                  AND j.cancel_requested_at < now() - make_interval(secs => :grace_seconds))
     OR EXISTS (SELECT 1 FROM job j
-               WHERE j.deadline_at < now() AND j.state = ANY({deadline}::job_state[]));
+               WHERE j.deadline_at < now() AND j.state = ANY({deadline}::job_state[]))
+       AS due;
 
 -- name: job_expired_leases
--- Live jobs whose lease expired, locked so two reapers never act on one job.
+-- Live jobs whose lease ran out, each locked with its attempt, so two reapers never act on one
+-- job and a heartbeat renewing the lease (which locks the attempt) is never overtaken: one skips
+-- the other, and a lease renewed before the lock is read anew and no longer counts.
+-- An outage does not count against a lease (docs/state-machine.md, "An outage longer than the
+-- lease"): once the database is back, every attempt has one lease more to heartbeat, from the
+-- latest of the server's start (a restart), the end of the last gap the reaper itself saw
+-- (:grace_from) and, when this statement came more than :blind_after seconds after the
+-- round's first one (at :seen_at), now. An attempt last heard of before an outage (the
+-- server's start, or :outage_end, the end of a gap the reaper saw) lost its lease to it.
+WITH back AS (
+    SELECT greatest(pg_postmaster_start_time(), :grace_from::timestamptz, late.now) AS grace_from,
+           greatest(pg_postmaster_start_time(), :outage_end::timestamptz, late.now) AS outage_end
+    FROM (SELECT CASE WHEN now() - :seen_at::timestamptz > make_interval(secs => :blind_after)
+                      THEN now() END) AS late(now)
+)
 SELECT j.id, j.public_id, j.kind, j.state, j.attempts, j.failures, j.max_attempts,
        j.cancel_reason, a.id AS attempt_id, j.checkpoint IS NOT NULL AS has_checkpoint,
-       -- The database restarted after the last heartbeat: the lease ran out during an outage.
-       pg_postmaster_start_time() > a.heartbeat_at AS database_restarted,
+       a.heartbeat_at < b.outage_end AS outage,
        EXISTS (SELECT 1 FROM effect e WHERE e.job_id = j.id AND e.status = 'intent'
                  AND NOT e.has_lookup) AS blind_effect_in_flight
-FROM job j JOIN attempt a ON a.id = j.current_attempt_id
+FROM job j JOIN attempt a ON a.id = j.current_attempt_id CROSS JOIN back b
 WHERE j.state = ANY({live}::job_state[]) AND a.lease_expires_at < now()
+  AND b.grace_from + (a.lease_expires_at - a.heartbeat_at) < now()
 ORDER BY j.id
 LIMIT :limit
-FOR UPDATE OF j SKIP LOCKED;
+FOR UPDATE OF j, a SKIP LOCKED;
 
 -- name: job_cancel_overdue
 -- Cancelling jobs whose attempt did not acknowledge within the grace period.
