@@ -18,7 +18,7 @@ from discord import app_commands
 
 from bot.cancel import CancelButton
 from bot.commands import Host, install
-from bot.delivery import Delivery
+from bot.delivery.loop import Delivery
 from bot.queries import sql
 from bot.settings import BotSettings
 from bot.trace import discord_http_trace
@@ -156,10 +156,10 @@ async def sync_commands(bot: ErrandBot) -> bool:
         bot.tree.copy_global_to(guild=guild)
     digest = hashlib.sha256(command_payload(bot.tree, guild).encode()).hexdigest()
     scope = f"{bot.application_id}:{guild.id if guild else 'global'}"
-    if await bot.pool.fetchval(sql("command_sync_get"), scope) == digest:
+    if await sql.fetchval(bot.pool, "command_sync_get", scope=scope) == digest:
         log.info("commands.unchanged", scope=scope)
         return False
     await bot.tree.sync(guild=guild)
-    await bot.pool.execute(sql("command_sync_set"), scope, digest)
+    await sql.execute(bot.pool, "command_sync_set", scope=scope, hash=digest)
     log.info("commands.synced", scope=scope)
     return True

@@ -1,19 +1,24 @@
-"""The bot's named SQL (``bot/sql/*.sql``), loaded once; the same format as the engine's."""
+"""The bot's named SQL (``bot/sql/*.sql``, one file per table), loaded once by the engine's loader.
+
+``sql`` runs them by name with named parameters, as the engine's store does:
+``sql.fetchrow(pool, "binding_get", job_id=...)``; a missing or unknown parameter fails before
+anything is sent. ``{terminal}`` is the engine's set of terminal states.
+"""
 
 from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
 
-from jobs.transport import Queries
+from jobs.transport import TERMINAL, Queries
 
 
 @cache
 def bot_queries() -> Queries:
     """Every named query of the bot."""
-    return Queries(Path(__file__).parent / "sql")
+    return Queries(Path(__file__).parent / "sql", {"terminal": TERMINAL})
 
 
-def sql(name: str) -> str:
-    """The text of one of the bot's named queries."""
-    return bot_queries()[name].sql
+sql = bot_queries()
+"""The bot's queries, and the verbs that run them (``fetch``, ``fetchrow``, ``fetchval``,
+``execute``)."""

@@ -8,6 +8,7 @@ Times use Discord timestamps (``<t:...:R>``), which clients keep current without
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -129,9 +130,11 @@ class Progress:
         return f"{self.cancellable}|{self.content}"
 
 
-def progress(status: JobStatus, *, task: str, may_resolve: bool) -> Progress:
-    """The progress message for the job's current state."""
-    job = status.job
+def progress(
+    job: JobView, *, task: str, may_resolve: bool, assets: Sequence[tuple[str, int]] = ()
+) -> Progress:
+    """The progress message for the job's current state; ``assets`` are the names and sizes of
+    what it left behind (a delivery round reads them with the job)."""
     head = f"{ICONS[job.state]} **{job.state.value}** · `{job.public_id}` · {job.kind}"
     lines = [head]
     if task:
@@ -181,11 +184,9 @@ def progress(status: JobStatus, *, task: str, may_resolve: bool) -> Progress:
         error = summary(job.error, 500)
         if job.state is State.FAILED and error and (not job.reason or job.reason not in error):
             lines.append(f"Error: `{error}`")
-        if status.assets:
-            names = ", ".join(
-                f"{code(str(a['name']), 80)} ({a['size']} B)" for a in status.assets[:10]
-            )
-            more = f" and {len(status.assets) - 10} more" if len(status.assets) > 10 else ""
+        if assets:
+            names = ", ".join(f"{code(name, 80)} ({size} B)" for name, size in assets[:10])
+            more = f" and {len(assets) - 10} more" if len(assets) > 10 else ""
             lines.append(f"Assets: {names}{more}")
     content = "\n".join(lines)[:MAX_CONTENT]
     return Progress(job.state, content, job.state in CANCELLABLE)

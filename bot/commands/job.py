@@ -104,7 +104,7 @@ async def _status(interaction: discord.Interaction[Any], job_id: str | None) -> 
     if job is None:
         return NO_SUCH_JOB if job_id else NO_JOB_HERE
     status = await host.store.status(job.public_id)
-    binding = await host.pool.fetchrow(sql("binding_get"), job.id)
+    binding = await sql.fetchrow(host.pool, "binding_get", job_id=job.id)
     deliveries = await host.outbox.notices(job.id)
     return render.status_page(
         status,

@@ -116,7 +116,9 @@ async def visible(interaction: discord.Interaction[Any], raw: str | None) -> Job
     if not raw:
         if interaction.channel_id is None:
             return None
-        raw = await host.pool.fetchval(sql("binding_job_by_thread"), str(interaction.channel_id))
+        raw = await sql.fetchval(
+            host.pool, "binding_job_by_thread", thread_id=str(interaction.channel_id)
+        )
         if raw is None:
             return None
     public_id = normalize_id(raw)

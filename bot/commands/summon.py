@@ -150,13 +150,11 @@ async def summon(
         deferred=deferred,
     )
     # After the answer: remember the message to start the thread from, then wake delivery.
-    await host.pool.execute(
-        sql("binding_insert"),
-        job.id,
-        origin["guild_id"],
-        origin["channel_id"],
-        channel_type,
-        str(anchor) if anchor else None,
+    await sql.execute(
+        host.pool,
+        "binding_insert",
+        job_id=job.id,
+        anchor_message_id=str(anchor) if anchor else None,
     )
     # The answer shows the job's state from now on, edited through this interaction's token:
     # Discord does not count those edits against the bot's global limit.

@@ -30,7 +30,8 @@ class AttemptOutcome(StrEnum):
     ABANDONED = "abandoned"
     """Its lease expired (its worker stopped heartbeating: a crash); the reaper ended it."""
     LEASE_LOST = "lease_lost"
-    """Its lease expired while the database was down (it restarted after the last heartbeat)."""
+    """Its lease ran out after a database outage: its worker was last heard of before the outage
+    and did not heartbeat within the grace after it (docs/state-machine.md)."""
     REVOKED = "revoked"
     """A forced cancel or the cancel grace ended it while it ran."""
 

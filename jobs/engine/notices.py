@@ -14,8 +14,11 @@ while another took the notices over records nothing for them. The transport's ow
 A sharded transport passes ``partition=(count, ids)``: it then delivers only the jobs whose
 partition modulo ``count`` is in ``ids`` (see docs/discord.md, sharding).
 
-This module knows nothing about any transport: notices are selected by the job's transport, and
-each comes as a :class:`Notice`, the event's own typed columns.
+This module knows nothing about any transport: notices are selected by the job's transport (a
+typed column generated from its origin), and a delivery round works from one
+:class:`NoticeRound`: the job as it is now and its leased notices (each a :class:`Notice`, the
+event's own typed columns), read by one statement, so a transport renders the round without
+reading the job again.
 """
 
 from __future__ import annotations
@@ -24,13 +27,15 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import asyncpg
 
 from jobs.engine.ids import incarnation
 from jobs.engine.queries import engine_queries
 from jobs.engine.state import Actor, State
+from jobs.engine.views import JobView
+from jobs.errors import UnknownJob
 from jobs.retry import backoff
 
 OUTBOX_CHANNEL = "errand_outbox"
@@ -69,22 +74,23 @@ class Notice:
     """The lease this notice was claimed under; writes about it are fenced by it."""
 
     @classmethod
-    def from_record(cls, r: asyncpg.Record) -> Notice:
+    def from_record(cls, r: asyncpg.Record, prefix: str = "") -> Notice:
+        """The notice in ``r``, whose columns are named ``prefix`` + the event's column."""
         return cls(
-            id=r["id"],
-            job_id=r["job_id"],
-            from_state=State(r["from_state"]) if r["from_state"] else None,
-            to_state=State(r["to_state"]),
-            actor=Actor(r["actor"]),
-            reason=r["reason"],
-            at=r["at"],
-            attempts=r["delivery_attempts"],
-            delivered_at=r["delivered_at"],
-            dead_at=r["dead_at"],
-            error=r["delivery_error"],
-            external_id=r["external_id"],
-            due_at=r["notice_at"],
-            lease_token=r["lease_token"],
+            id=r[f"{prefix}id"],
+            job_id=r[f"{prefix}job_id"],
+            from_state=State(r[f"{prefix}from_state"]) if r[f"{prefix}from_state"] else None,
+            to_state=State(r[f"{prefix}to_state"]),
+            actor=Actor(r[f"{prefix}actor"]),
+            reason=r[f"{prefix}reason"],
+            at=r[f"{prefix}at"],
+            attempts=r[f"{prefix}delivery_attempts"],
+            delivered_at=r[f"{prefix}delivered_at"],
+            dead_at=r[f"{prefix}dead_at"],
+            error=r[f"{prefix}delivery_error"],
+            external_id=r[f"{prefix}external_id"],
+            due_at=r[f"{prefix}notice_at"],
+            lease_token=r[f"{prefix}lease_token"],
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -113,6 +119,36 @@ class Notice:
         if self.delivered_at is not None:
             return "delivered"
         return "dead" if self.dead_at is not None else "pending"
+
+
+class AssetLine(NamedTuple):
+    """One asset a job left behind, as a notice lists it."""
+
+    name: str
+    size: int
+
+
+@dataclass(frozen=True)
+class NoticeRound:
+    """What one delivery round of a job works from, as ``notice_round`` returns it in one
+    statement: the job as it is now, the assets it left, and the notices this round leased, oldest
+    first (none for a plain look, or when none was due). The job is at least as new as every
+    notice: a transport renders its current state and each notice from this alone."""
+
+    job: JobView
+    assets: tuple[AssetLine, ...]
+    notices: tuple[Notice, ...]
+
+    @classmethod
+    def from_records(cls, rows: list[asyncpg.Record]) -> NoticeRound:
+        """The round in ``notice_round``'s rows: the job repeated on each, one notice per row."""
+        first = rows[0]
+        assets = zip(first["asset_names"], first["asset_sizes"], strict=True)
+        return cls(
+            job=JobView.from_record(first),
+            assets=tuple(AssetLine(name, size) for name, size in assets),
+            notices=tuple(Notice.from_record(r, "n_") for r in rows if r["n_id"] is not None),
+        )
 
 
 @dataclass(frozen=True)
@@ -170,17 +206,36 @@ class Outbox:
         )
         return [DueJob(r["job_id"], r["public_id"]) for r in rows]
 
-    async def claim(self, job_id: int) -> list[Notice]:
-        """Lease a job's pending notices, in order; empty when none is due or another holds
-        them."""
+    async def claim(self, job_id: int) -> NoticeRound:
+        """Lease a job's pending notices, in order, and read the job as it is now, in one
+        statement; no notices when none is due or another holds them.
+
+        Raises:
+            UnknownJob: the job is gone (pruned).
+        """
+        return await self._round(job_id, claim=True)
+
+    async def look(self, job_id: int) -> NoticeRound:
+        """The job as it is now, with its assets, leasing nothing (a round's second look, after
+        it waited).
+
+        Raises:
+            UnknownJob: the job is gone (pruned).
+        """
+        return await self._round(job_id, claim=False)
+
+    async def _round(self, job_id: int, *, claim: bool) -> NoticeRound:
         rows = await _SQL.fetch(
             self.pool,
-            "notice_claim",
+            "notice_round",
             job_id=job_id,
+            claim=claim,
             lease_seconds=self.lease_seconds,
             owner=self.owner,
         )
-        return sorted((Notice.from_record(r) for r in rows), key=lambda n: n.id)
+        if not rows:
+            raise UnknownJob(str(job_id))
+        return NoticeRound.from_records(rows)
 
     async def done(self, notice: Notice, external_id: str | None) -> bool:
         """Record a delivery and the id of what the transport created.

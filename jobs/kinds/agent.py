@@ -155,12 +155,12 @@ _import_lock = threading.Lock()
 
 
 def _import_openai() -> Any:
-    """Import ``openai`` (about 1 s of work, in a thread) without stalling the event loop.
+    """Import ``openai`` (a slow import, run in a thread) without stalling the event loop.
 
     Its import allocates enough objects to set off full garbage collections, and a collection
-    holds the GIL: measured, the loop then stalled up to 130 ms even with the import in a
-    thread. The collector is paused for the import, and what the import built is frozen
-    (``gc.freeze``: long-lived module objects need no scanning), so later collections stay short.
+    holds the GIL, so the loop stalls even with the import in a thread. The collector is paused
+    for the import, and what the import built is frozen (``gc.freeze``: long-lived module objects
+    need no scanning), so later collections stay short.
     """
     with _import_lock:
         if "openai" in sys.modules:

@@ -59,7 +59,7 @@ class Attempt:
         self._guards = 0
         self._log: FilteringBoundLogger | None = None
         # How long a runtime write (step, usage, progress, effect, asset) retries through a
-        # database outage: the lease. Past it the lease is gone anyway; the reaper settles it.
+        # database outage; the worker gives no bound: the outage does not cost the lease.
         self.write_within = write_within
         self.effects_ran: set[str] = set()
         """Keys of effects whose ``do`` ran in this attempt (an own intent is then in doubt)."""

@@ -10,40 +10,31 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, Concatenate, ParamSpec
 
 from pydantic import BaseModel, ValidationError
 
+from jobs.engine.store import KindSpec
 from jobs.errors import InvalidParams, UnknownKind
 from jobs.runtime.budget import Budget
 from jobs.runtime.context import Context
 
 Handler = Callable[[Context, Any], Awaitable[Any]]
+P = ParamSpec("P")
 ENTRY_POINT_GROUP = "errand.kinds"
 
 
 @dataclass(frozen=True)
-class Kind:
-    """A registered kind of job."""
+class Kind(KindSpec):
+    """A registered kind of job: its handler and parameter model, and the engine's rules for it
+    (:class:`~jobs.engine.store.KindSpec`: ``retry_safe``, ``max_attempts``, ...,
+    keyword-only)."""
 
     name: str
     handler: Handler
     params: type[BaseModel]
     description: str = ""
-    # Safe to run again from the start after a failure or a lost worker.
-    retry_safe: bool = False
-    # Failed attempts allowed, including the first; only retry-safe kinds get more than one.
-    # Only handler failures use them up (and crashes, with count_crashes): a release on
-    # shutdown, a lease lost in a database outage or a worker crash is not the job's fault.
-    max_attempts: int = 1
-    # A worker crash while this kind runs uses up an attempt: set it for work that can itself
-    # kill its worker (memory, native code), so a poison job cannot crash workers forever.
-    count_crashes: bool = False
-    # Maximum wall time from submit to the end, in seconds (None: no deadline).
-    deadline_seconds: float | None = None
-    # Whether the requester (not only an operator) may resolve an ``unknown`` outcome.
-    requester_may_resolve: bool = False
     # Default bounds of this kind; they tighten the global ones (settings), never loosen them.
     budget: Budget | None = None
 
@@ -114,36 +105,28 @@ registry = Registry()
 """The process-wide registry the decorator writes to."""
 
 
-def kind(
-    name: str,
-    *,
-    params: type[BaseModel],
-    description: str = "",
-    retry_safe: bool = False,
-    max_attempts: int = 1,
-    deadline_seconds: float | None = None,
-    requester_may_resolve: bool = False,
-    budget: Budget | None = None,
-    count_crashes: bool = False,
-    into: Registry | None = None,
-) -> Callable[[Handler], Handler]:
-    """Register an async handler as a kind of job."""
+def _declaring(
+    make: Callable[Concatenate[str, Handler, P], Kind],
+) -> Callable[Concatenate[str, P], Callable[[Handler], Handler]]:
+    """A decorator that takes ``make``'s signature less the handler: ``kind``'s options are
+    :class:`Kind`'s own fields, declared there once."""
 
-    def register(handler: Handler) -> Handler:
-        (into or registry).add(
-            Kind(
-                name=name,
-                handler=handler,
-                params=params,
-                description=description or (handler.__doc__ or "").strip().split("\n")[0],
-                retry_safe=retry_safe,
-                max_attempts=max_attempts,
-                deadline_seconds=deadline_seconds,
-                requester_may_resolve=requester_may_resolve,
-                budget=budget,
-                count_crashes=count_crashes,
-            )
-        )
-        return handler
+    def kind(name: str, /, *args: P.args, **kwargs: P.kwargs) -> Callable[[Handler], Handler]:
+        """Register an async handler as a kind of job (the arguments are :class:`Kind`'s)."""
 
-    return register
+        def register(handler: Handler) -> Handler:
+            made = make(name, handler, *args, **kwargs)
+            if not made.description:
+                summary = (handler.__doc__ or "").strip().split("\n")[0]
+                made = replace(made, description=summary)
+            registry.add(made)
+            return handler
+
+        return register
+
+    return kind
+
+
+kind = _declaring(Kind)
+"""``@kind(name, params=Model, retry_safe=..., ...)``: register an async handler as a kind of job
+in the process-wide registry; the description defaults to the handler's first docstring line."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -28,7 +29,7 @@ from jobs.engine import observe
 from jobs.engine.db import UNAVAILABLE, connect, is_unavailable
 from jobs.engine.ids import incarnation
 from jobs.engine.moves import Finish
-from jobs.engine.store import JobStore
+from jobs.engine.store import JobStore, ReaperWatch
 from jobs.engine.views import Claim
 from jobs.errors import DatabaseUnavailable
 from jobs.logs import bind_contextvars, get_logger
@@ -367,8 +368,9 @@ class Worker:
             try:
                 await self.heartbeat()
             except UNAVAILABLE as exc:
-                # Jobs keep running; if the outage outlasts the lease, the reaper settles them
-                # and the first heartbeat after it answers "lost", which stops them here.
+                # Jobs keep running and keep their attempts: once the database is back each has
+                # a lease to heartbeat (the reaper's grace); one settled meanwhile (this worker
+                # was cut off alone) is answered "lost" by the first heartbeat, which stops it.
                 log.warning("worker.database_unavailable", during="heartbeat", error=str(exc))
 
     async def heartbeat(self) -> None:
@@ -390,6 +392,8 @@ class Worker:
                 item.task.cancel()
 
     async def _reaper_loop(self) -> None:
+        # What this loop has seen of the database: no outage it missed counts against a lease.
+        watch = ReaperWatch(self.settings.reaper_seconds)
         while True:
             await asyncio.sleep(self.settings.reaper_seconds)
             try:
@@ -397,6 +401,7 @@ class Worker:
                     cancel_grace_seconds=self.settings.cancel_grace_seconds,
                     retry_base=self.settings.retry_base_seconds,
                     retry_cap=self.settings.retry_cap_seconds,
+                    watch=watch,
                 )
             except _REAPER_ERRORS as exc:
                 log.warning("reaper.failed", error=str(exc))
@@ -467,7 +472,9 @@ class Worker:
             store=self.store,
             budget=self.budget.tighten(spec.budget),
             assets_dir=self.assets_dir,
-            write_within=self.settings.lease_seconds,
+            # Its writes wait out an outage of any length: once the database is back, the attempt
+            # is still current (the reaper's grace) or the heartbeat's "lost" stops it.
+            write_within=math.inf,
         )
         task = asyncio.create_task(self._run(spec, ctx), name=f"job:{claim.public_id}")
         self.running[claim.attempt_id] = Running(ctx, spec, task, time.monotonic())

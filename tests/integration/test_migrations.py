@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import asyncpg
 import pytest
@@ -167,6 +168,117 @@ async def test_old_cancel_reasons_become_the_requesters_own_words(server_dsn: st
         jobs = [r["reason"] for r in await conn.fetch("SELECT reason FROM job ORDER BY id")]
         events = [r["reason"] for r in await conn.fetch("SELECT reason FROM event ORDER BY id")]
         assert jobs == events == list(written.values())
+    finally:
+        await conn.close()
+
+
+async def test_origin_columns_are_backfilled_and_the_binding_keeps_only_what_delivery_learned(
+    server_dsn: str,
+) -> None:
+    """0013: every job's transport and partition come from its origin (a missing partition is
+    0, as the outbox poll read it; one that is no integer is 0 too, where the poll's cast used to
+    fail); the binding's copies of guild, channel and channel type leave it, each written into
+    the origin first where the origin lacked it or said otherwise, and what delivery learned
+    stays. The columns follow the origin afterwards."""
+    dsn = await create_database(server_dsn, "errand_mig_origin")
+    conn = await asyncpg.connect(dsn)
+    try:
+        await apply_through(conn, 12)
+        guild = {"guild_id": "9", "channel_id": "100", "channel_type": 0}
+        origins = {
+            "sharded": {"transport": "discord", "partition": 4096, **guild, "task": "t"},
+            "dm": {"transport": "discord", "guild_id": None, "channel_id": "7", "channel_type": 1},
+            "plain": {},
+            "junk": {"transport": "other", "partition": "abc"},
+            "negative": {"transport": "other", "partition": -3},
+            "old": {"transport": "discord", "task": "no place recorded"},
+            "moved": {"transport": "discord", **guild, "channel_id": "555"},
+        }
+        ids = {}
+        for name, origin in origins.items():
+            ids[name] = await conn.fetchval(
+                "INSERT INTO job (public_id, kind, requester, origin) VALUES ($1, 'k', 'r', $2)"
+                " RETURNING id",
+                name,
+                json.dumps(origin),
+            )
+        bindings = {  # job: (guild, channel, channel type, thread, answer state)
+            "sharded": ("9", "100", 0, "200", "succeeded"),
+            "dm": (None, "7", 1, "7", None),
+            "old": ("9", "101", 5, "300", "running"),
+            "moved": ("9", "100", 0, None, None),
+        }
+        for name, (guild_id, channel, ctype, thread, answered) in bindings.items():
+            await conn.execute(
+                "INSERT INTO discord_binding (job_id, guild_id, channel_id, channel_type,"
+                " thread_id, answer_state) VALUES ($1, $2, $3, $4, $5, $6)",
+                ids[name],
+                guild_id,
+                channel,
+                ctype,
+                thread,
+                answered,
+            )
+        assert await apply_through(conn, 13) == ["0013_origin_columns"]
+
+        rows = {
+            r["public_id"]: r
+            for r in await conn.fetch("SELECT public_id, transport, partition, origin FROM job")
+        }
+        assert {n: (r["transport"], r["partition"]) for n, r in rows.items()} == {
+            "sharded": ("discord", 4096),
+            "dm": ("discord", 0),
+            "plain": (None, 0),
+            "junk": ("other", 0),
+            "negative": ("other", -3),
+            "old": ("discord", 0),
+            "moved": ("discord", 0),
+        }
+        after = {n: json.loads(r["origin"]) for n, r in rows.items()}
+        # Where the origin already said it, nothing changed.
+        for name in ("sharded", "dm", "plain", "junk", "negative"):
+            assert after[name] == origins[name], name
+        # An origin without its place gets the binding's; one that disagreed, the binding's.
+        assert after["old"] == {
+            **origins["old"],
+            "guild_id": "9",
+            "channel_id": "101",
+            "channel_type": 5,
+        }
+        assert after["moved"] == {**origins["moved"], "channel_id": "100"}
+
+        columns = {
+            r["column_name"]
+            for r in await conn.fetch(
+                "SELECT column_name FROM information_schema.columns"
+                " WHERE table_name = 'discord_binding'"
+            )
+        }
+        assert not {"guild_id", "channel_id", "channel_type"} & columns
+        kept = await conn.fetch(
+            "SELECT j.public_id, b.thread_id, b.answer_state::text FROM discord_binding b"
+            " JOIN job j ON j.id = b.job_id ORDER BY j.public_id"
+        )
+        assert [tuple(r) for r in kept] == [
+            ("dm", "7", None),
+            ("moved", None, None),
+            ("old", "300", "running"),
+            ("sharded", "200", "succeeded"),
+        ]
+
+        # Generated: a changed origin changes them, and a new job has them at once.
+        await conn.execute(
+            "UPDATE job SET origin = origin || '{\"partition\": 12}' WHERE id = $1", ids["dm"]
+        )
+        await conn.execute(
+            "INSERT INTO job (public_id, kind, requester, origin) VALUES ('new', 'k', 'r',"
+            ' \'{"transport": "discord", "partition": 8}\')'
+        )
+        changed = await conn.fetch(
+            "SELECT public_id, transport, partition FROM job WHERE public_id IN ('dm', 'new')"
+            " ORDER BY public_id"
+        )
+        assert [tuple(r) for r in changed] == [("dm", "discord", 12), ("new", "discord", 8)]
     finally:
         await conn.close()
 

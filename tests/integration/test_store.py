@@ -376,8 +376,10 @@ async def test_the_reapers_first_read_keeps_the_state_indexes_in_a_generic_plan(
     await pool.execute("ANALYZE")
     async with pool.acquire() as conn, conn.transaction():
         await conn.execute("SET LOCAL plan_cache_mode = force_generic_plan")
-        await conn.execute("PREPARE reaper_due(float8) AS " + engine_queries()["reaper_due"].sql)
-        rows = await conn.fetch("EXPLAIN EXECUTE reaper_due(60)")
+        query = engine_queries()["reaper_due"]
+        assert query.params == ("grace_from", "grace_seconds")
+        await conn.execute("PREPARE reaper_due(timestamptz, float8) AS " + query.sql)
+        rows = await conn.fetch("EXPLAIN EXECUTE reaper_due(now(), 60)")
         await conn.execute("DEALLOCATE reaper_due")
     plan = "\n".join(r[0] for r in rows)
     assert "Seq Scan on job" not in plan, plan

@@ -84,6 +84,7 @@ def test_the_metric_table_lists_exactly_what_errand_exports() -> None:
     from prometheus_client import CollectorRegistry, generate_latest
     from prometheus_client.parser import text_string_to_metric_families
 
+    import bot.metrics  # noqa: F401  (the bot's metrics register on the same registry)
     from jobs.engine.admin import Gauges
     from jobs.ops import metrics
 

@@ -349,7 +349,7 @@ def test_no_sql_names_a_list_of_job_states() -> None:
     one table in Python, not hand-written lists in SQL."""
     files = sql_files()
     names = {str(p.relative_to(ROOT)) for p in files}
-    assert names >= {"jobs/engine/sql/job.sql", "bot/sql/discord.sql"}  # the search works
+    assert names >= {"jobs/engine/sql/job.sql", "bot/sql/binding.sql"}  # the search works
     found = {
         str(p.relative_to(ROOT)): lists
         for p in files

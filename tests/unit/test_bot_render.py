@@ -80,9 +80,7 @@ def test_every_state_renders_its_name_and_id_and_only_live_ones_can_be_cancelled
         if state in {State.SUCCEEDED, State.FAILED, State.CANCELLED}
         else None
     )
-    shown = render.progress(
-        JobStatus(job(state, finished_at=finished)), task="count", may_resolve=False
-    )
+    shown = render.progress(job(state, finished_at=finished), task="count", may_resolve=False)
     assert (
         shown.content.splitlines()[0]
         == f"{render.ICONS[state]} **{state.value}** · `k7m2x9qa` · demo"
@@ -101,7 +99,7 @@ def test_running_shows_one_progress_line_with_bar_attempts_and_budget_use() -> N
         ),
         steps=[{"number": 3, "name": "step 3", "outcome": None}],
     )
-    content = render.progress(status, task="", may_resolve=False).content
+    content = render.progress(status.job, task="", may_resolve=False).content
     assert "`▓▓▓▓▓░░░░░░░` 40% · Step 2 of 5 · counting" in content
     assert content.count("Step ") == 1
     assert "attempt 1 · 0 failures (max 3)" in content
@@ -109,14 +107,29 @@ def test_running_shows_one_progress_line_with_bar_attempts_and_budget_use() -> N
     done = JobStatus(job(State.SUCCEEDED, progress={"done": 5, "total": 5, "note": "done"}))
     assert (
         "`▓▓▓▓▓▓▓▓▓▓▓▓` 100% · Step 5 of 5 · done"
-        in render.progress(done, task="", may_resolve=False).content
+        in render.progress(done.job, task="", may_resolve=False).content
     )
+
+
+def test_a_finished_job_lists_what_it_left_behind() -> None:
+    """The assets a round read with the job, ten at most, in the order they were made."""
+    left = [(f"a{n}.txt", n) for n in range(12)]
+    content = render.progress(
+        job(State.SUCCEEDED, finished_at=T0 + timedelta(seconds=5)),
+        task="",
+        may_resolve=False,
+        assets=left,
+    ).content
+    assert "Assets: a0.txt (0 B), a1.txt (1 B)," in content
+    assert "a9.txt (9 B) and 2 more" in content
+    running = render.progress(job(State.RUNNING), task="", may_resolve=False, assets=left)
+    assert "Assets" not in running.content
 
 
 def test_a_progress_line_never_shows_none() -> None:
     """A handler that reports no total (command output lines) gets a line without "of"."""
     lines = JobStatus(job(State.RUNNING, progress={"done": 1, "total": None, "note": "hi, you"}))
-    content = render.progress(lines, task="", may_resolve=False).content
+    content = render.progress(lines.job, task="", may_resolve=False).content
     assert "Step 1 · hi, you" in content
     assert "None" not in content
     assert "None" not in render.status_page(lines, task="", thread_id=None, deliveries=[])
@@ -124,20 +137,20 @@ def test_a_progress_line_never_shows_none() -> None:
 
 def test_a_retry_wait_and_unknown_say_what_happens_next() -> None:
     wait = render.progress(
-        JobStatus(job(State.QUEUED, reason="lease expired; retrying")), task="", may_resolve=False
+        job(State.QUEUED, reason="lease expired; retrying"), task="", may_resolve=False
     ).content
     assert "Runs again <t:" in wait
     assert "attempt 1 · 0 failures (max 3)" in wait
     assert "last try: lease expired; retrying" in wait
     unknown = render.progress(
-        JobStatus(job(State.UNKNOWN, reason="worker lost")), task="", may_resolve=True
+        job(State.UNKNOWN, reason="worker lost"), task="", may_resolve=True
     ).content
     assert "`/job resolve k7m2x9qa`" in unknown
 
 
 def test_user_text_is_inert_and_cut() -> None:
     shown = render.progress(
-        JobStatus(job(State.QUEUED)), task="@everyone **x** " + "y" * 5000, may_resolve=False
+        job(State.QUEUED), task="@everyone **x** " + "y" * 5000, may_resolve=False
     ).content
     assert "@everyone" not in shown.replace("@\u200beveryone", "")
     assert "\\*\\*x\\*\\*" in shown
@@ -281,6 +294,5 @@ def test_params_parse_json_values_and_refuse_junk() -> None:
 def test_every_bot_query_used_exists_and_none_is_unused() -> None:
     used: set[str] = set()
     for path in Path("bot").rglob("*.py"):
-        used |= set(re.findall(r'\bsql\("([a-z_]+)"\)', path.read_text()))
-        used |= set(re.findall(r'self\._write\(\s*"([a-z_]+)"', path.read_text()))
+        used |= set(re.findall(r'\bsql\.[a-z]+\(\s*[\w.]+,\s*"([a-z_]+)"', path.read_text()))
     assert set(bot_queries()) == used

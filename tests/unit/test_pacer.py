@@ -10,9 +10,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.discord_io import Turns
-from bot.errors import Stopping
-from bot.pacer import (
+from bot.delivery.discord_io import Turns
+from bot.delivery.pacer import (
     EDIT,
     NOTICE,
     OLD_MESSAGE_SECONDS,
@@ -22,6 +21,7 @@ from bot.pacer import (
     edit_interval,
     edit_wait,
 )
+from bot.errors import Stopping
 
 
 def drain(pacer: Pacer[str], now: float) -> list[tuple[float, str]]:

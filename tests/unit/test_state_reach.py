@@ -11,7 +11,10 @@ The places (docs/architecture.md, "A new state", lists the same ones):
 4. the emulator page's icons: it draws the icon the bot posts, so it has one for each of the
    bot's state icons;
 5. the bot's renderings (progress message, notice, answer, status page, list line) and the
-   CLI's ``job status`` text, for a job in each state.
+   CLI's ``job status`` text, for a job in each state;
+6. the SQL (``jobs/engine/sql``, ``bot/sql``): a set of states is written ``{set}`` and comes
+   from ``SQL_SETS`` in ``jobs/engine/policy.py``, never as a list in the text; a single state
+   named in SQL must be a ``State`` and is one of :data:`SINGLE_STATES`, each with its reason.
 """
 
 from __future__ import annotations
@@ -28,12 +31,18 @@ import pytest
 
 from bot import render
 from jobs.engine.notices import Notice
+from jobs.engine.policy import SQL_SETS
+from jobs.engine.queries import engine_queries
 from jobs.engine.state import TRANSITIONS, Actor, State
 from jobs.engine.views import JobStatus, JobView
 from tests.unit.test_architecture import ROOT, project_modules
 
 T0 = datetime(2026, 8, 20, 12, 0, tzinfo=UTC)
 PAGE = ROOT / "discord_emulator" / "web" / "static" / "page.js"
+SQL_FILES = [
+    *sorted((ROOT / "jobs/engine/sql").glob("*.sql")),
+    *sorted((ROOT / "bot/sql").glob("*.sql")),
+]
 
 
 def job(state: State) -> JobView:
@@ -127,7 +136,7 @@ def test_the_bot_renders_every_state(state: State) -> None:
     each say the state, for a job in it."""
     j = job(state)
     status = JobStatus(j)
-    progress = render.progress(status, task="count", may_resolve=True)
+    progress = render.progress(j, task="count", may_resolve=True)
     assert progress.state is state
     assert state.value in progress.content
     row = Notice(
@@ -175,6 +184,166 @@ def test_the_architecture_doc_names_every_place_this_test_checks() -> None:
         "tests/unit/test_state_table.py",
         "docs/state-machine.md",
         "jobs/engine/policy.py",
+        "SQL_SETS",
+        "SINGLE_STATES",
     ):
         assert place in section, place
     assert Path(__file__).name == "test_state_reach.py"
+
+
+# -- the SQL ---------------------------------------------------------------------------------
+
+SINGLE_STATES: dict[tuple[str, str], str] = {
+    ("job_insert", "queued"): "every job starts queued",
+    ("job_insert_many", "queued"): "every job starts queued",
+    ("job_claim", "running"): "the claim's one move ends in running (checked in transition.claim)",
+    ("job_transition", "cancelling"): "a job now cancelling has its attempt told (NOTIFY)",
+    ("attempt_heartbeat", "cancelling"): "the heartbeat tells an attempt its job is cancelling",
+    ("reaper_due", "cancelling"): "the cancel grace is the time a cancelling job's attempt has",
+    ("job_cancel_overdue", "cancelling"): "the cancel grace, as in reaper_due",
+    ("event_resolved_retry_since", "unknown"): "the edge of a resolve as retry: unknown -> queued",
+    ("event_resolved_retry_since", "queued"): "the edge of a resolve as retry: unknown -> queued",
+}
+"""Each place SQL names one state, and why one state and not a set: a new place must be added
+here, and a new state decides, for each, whether it belongs there too."""
+
+_NAME = re.compile(r"^-- name: (\w+)\s*$", re.M)
+_COMMENT = re.compile(r"--[^\n]*")
+_LITERAL = r"'((?:[^']|'')*)'"
+_COMPARED = re.compile(
+    rf"\b(\w*state)\s*(?:=|<>|!=)\s*{_LITERAL}|{_LITERAL}\s*(?:=|<>|!=)\s*(\w*state)\b", re.I
+)
+_CAST = re.compile(rf"{_LITERAL}::job_state\b(?!\[)", re.I)
+_LISTS = (
+    re.compile(r"\b\w*state\s+(?:NOT\s+)?IN\s*\(\s*'", re.I),  # state IN ('a', ...)
+    re.compile(r"'\{[^}']+\}'(?:::\w+)?::job_state\[\]", re.I),  # '{a,b}'::job_state[]
+    re.compile(r"\bARRAY\s*\[\s*'[^\]]*\]\s*::\s*job_state\[\]", re.I),  # ARRAY['a']::job_state[]
+    re.compile(r"\b\w*state\s*(?:=|<>|!=)\s*(?:ANY|ALL)\s*\(\s*'", re.I),  # state = ANY('{a}')
+    re.compile(rf"\b(\w*state)\s*=\s*{_LITERAL}\s+OR\s+\1\s*=", re.I),  # state = 'a' OR state =
+)
+_INSERT = re.compile(
+    r"INSERT\s+INTO\s+\w+\s*\(([^)]*)\)\s*(?:OVERRIDING\s+SYSTEM\s+VALUE\s*)?"
+    r"(?:SELECT\b|VALUES\s*\()",
+    re.I,
+)
+
+
+def sql_queries(path: Path) -> dict[str, str]:
+    """The named queries of one SQL file, their text without comments."""
+    text = path.read_text()
+    marks = list(_NAME.finditer(text))
+    return {
+        m[1]: _COMMENT.sub("", text[m.end() : nxt.start() if nxt else len(text)])
+        for m, nxt in zip(marks, [*marks[1:], None], strict=True)
+    }
+
+
+def _items(text: str) -> list[str]:
+    """The comma-separated items at the top level of a select or values list, up to its end."""
+    items, depth, start = [], 0, 0
+    for i, char in enumerate(text):
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            if depth == 0:
+                return [*items, text[start:i]]
+            depth -= 1
+        elif char == "," and depth == 0:
+            items.append(text[start:i])
+            start = i + 1
+        elif depth == 0 and re.match(r"\s(FROM|WHERE|RETURNING|ON)\b", text[i : i + 12], re.I):
+            return [*items, text[start:i]]
+    return [*items, text[start:]]
+
+
+def state_literals(sql: str) -> list[str]:
+    """The string literals ``sql`` uses as one job state: compared with a column named
+    ``*state``, cast to ``job_state``, or inserted into such a column."""
+    found = [a or b for _, a, b, _ in _COMPARED.findall(sql)]
+    found += _CAST.findall(sql)
+    for insert in _INSERT.finditer(sql):
+        columns = [c.strip() for c in insert[1].split(",")]
+        values = _items(sql[insert.end() :])
+        for column, value in zip(columns, values, strict=False):
+            literal = re.fullmatch(rf"\s*{_LITERAL}\s*", value)
+            if column.endswith("state") and literal:
+                found.append(literal[1])
+    return found
+
+
+def state_lists(sql: str) -> list[str]:
+    """The places ``sql`` writes a list of states out instead of a ``{set}``."""
+    return [m[0] for pattern in _LISTS for m in pattern.finditer(sql)]
+
+
+def sql_state_references() -> dict[tuple[str, str], int]:
+    """(query, state literal) -> how often, over every SQL file."""
+    found: dict[tuple[str, str], int] = {}
+    for path in SQL_FILES:
+        for name, sql in sql_queries(path).items():
+            for literal in state_literals(sql):
+                found[(name, literal)] = found.get((name, literal), 0) + 1
+    return found
+
+
+def test_the_sql_scan_is_not_blind() -> None:
+    """It finds a state in each form SQL can name one, and each form of a written-out list."""
+    assert state_literals("UPDATE job SET state = 'running' WHERE j.state <> 'queud'") == [
+        "running",
+        "queud",
+    ]
+    assert state_literals("SELECT 'cancelled'::job_state, 'x' = from_state") == ["x", "cancelled"]
+    insert = (
+        "INSERT INTO event (job_id, from_state, to_state, reason) "
+        "SELECT id, NULL, 'queued', 'submitted' FROM ins"
+    )
+    assert state_literals(insert) == ["queued"]
+    assert state_literals("INSERT INTO event (to_state, data) VALUES ('runing', '{}')") == [
+        "runing"
+    ]
+    for written_out in (
+        "WHERE state IN ('queued', 'running')",
+        "WHERE j.state NOT IN ('queued')",
+        "WHERE state = ANY('{queued,running}'::job_state[])",
+        "WHERE state = ANY(ARRAY['queued', 'running']::job_state[])",
+        "WHERE state <> ALL('{succeeded}')",
+        "WHERE state = 'queued' OR state = 'running'",
+    ):
+        assert state_lists(written_out) != [], written_out
+    assert state_lists("WHERE state = ANY({live}::job_state[]) AND origin <> '{}'::jsonb") == []
+    assert {("job_claim", "running"), ("job_insert", "queued")} <= set(sql_state_references())
+
+
+def test_every_state_the_sql_names_is_a_state() -> None:
+    unknown = {ref for ref in sql_state_references() if ref[1] not in set(State)}
+    assert unknown == set(), "SQL names a state that State does not have"
+
+
+def test_the_sql_writes_no_list_of_states() -> None:
+    """A set of states comes from SQL_SETS as ``{set}``: a new state then reaches every query
+    that uses the set, with no SQL to change."""
+    lists = {
+        (path.name, name, text)
+        for path in SQL_FILES
+        for name, sql in sql_queries(path).items()
+        for text in state_lists(sql)
+    }
+    assert lists == set()
+
+
+def test_each_single_state_in_the_sql_is_one_on_purpose() -> None:
+    """Each place SQL names one state is listed in SINGLE_STATES with its reason (a new one
+    is a choice: one state, or a set from SQL_SETS?), and each listed place still exists."""
+    assert set(sql_state_references()) == set(SINGLE_STATES)
+
+
+def test_every_state_set_the_sql_names_exists() -> None:
+    """``{set}`` names resolve when the engine's queries load (an unknown one raises there)."""
+    named = {
+        m[1]
+        for path in SQL_FILES
+        for sql in sql_queries(path).values()
+        for m in re.finditer(r"\{([a-z_]+)\}", sql)
+    }
+    assert named <= set(SQL_SETS)
+    assert len(engine_queries()) > 0

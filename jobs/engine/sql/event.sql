@@ -22,42 +22,68 @@ SELECT EXISTS (
 
 -- name: notice_due_jobs
 -- Jobs of one transport with a pending notice due now, oldest first; with a partition count
--- (:partitions > 0), only jobs whose origin.partition modulo it is one of :mine (a sharded
--- transport delivers the jobs of its own shards; a job without a partition belongs to 0).
+-- (:partitions > 0), only jobs whose partition modulo it is one of :mine (a sharded transport
+-- delivers the jobs of its own shards; a job without a partition belongs to 0). transport and
+-- partition are the job's typed columns, generated from its origin (migration 0013).
 -- Each pending notice's job is read by primary key (the lateral lookup; OFFSET 0 keeps it one):
 -- joined plainly, the planner hashed the whole job table on every poll.
 SELECT e.job_id, j.public_id, min(e.id) AS first_id
 FROM event e
-CROSS JOIN LATERAL (SELECT public_id, origin FROM job WHERE job.id = e.job_id OFFSET 0) j
+CROSS JOIN LATERAL (
+    SELECT public_id, transport, partition FROM job WHERE job.id = e.job_id OFFSET 0
+) j
 WHERE e.notice_at IS NOT NULL AND e.delivered_at IS NULL AND e.dead_at IS NULL
   AND e.notice_at <= now()
-  AND j.origin ->> 'transport' = :transport
-  AND (:partitions = 0
-       OR mod(coalesce((j.origin ->> 'partition')::bigint, 0), :partitions)
-          = ANY(:mine::bigint[]))
+  AND j.transport = :transport
+  AND (:partitions = 0 OR mod(j.partition, :partitions) = ANY(:mine::bigint[]))
 GROUP BY e.job_id, j.public_id
 ORDER BY min(e.id)
 LIMIT :limit;
 
--- name: notice_claim
--- Lease the pending notices of one job (when its oldest pending one is due), in id order.
+-- name: notice_round
+-- What one delivery round of a job works from, in one statement: its pending notices leased in
+-- id order (when :claim, and only when its oldest pending one is due), and the job as it is
+-- now, with the names and sizes of its assets. One row per leased notice (its columns n_*), or
+-- one row whose n_id is NULL; no row when the job is gone. The job is read in the statement's
+-- snapshot, in which every leased notice's transition had committed: the job shown is at least
+-- as new as each notice. Without :claim it is a plain read of the job (nothing is locked).
 WITH pending AS (
     SELECT id, notice_at FROM event
-    WHERE job_id = :job_id
+    WHERE job_id = :job_id AND :claim
       AND notice_at IS NOT NULL AND delivered_at IS NULL AND dead_at IS NULL
     ORDER BY id
     FOR UPDATE SKIP LOCKED
 ), gate AS (
     SELECT notice_at <= now() AS due FROM pending ORDER BY id LIMIT 1
+), leased AS (
+    UPDATE event e SET notice_at = now() + make_interval(secs => :lease_seconds),
+                       delivery_attempts = e.delivery_attempts + 1,
+                       lease_owner = :owner, lease_token = gen_random_uuid()
+    FROM pending p
+    WHERE e.id = p.id AND (SELECT due FROM gate)
+    RETURNING e.id, e.job_id, e.from_state, e.to_state, e.actor, e.reason, e.at,
+              e.delivery_attempts, e.delivered_at, e.dead_at, e.delivery_error, e.external_id,
+              e.notice_at, e.lease_token
 )
-UPDATE event e SET notice_at = now() + make_interval(secs => :lease_seconds),
-                   delivery_attempts = e.delivery_attempts + 1,
-                   lease_owner = :owner, lease_token = gen_random_uuid()
-FROM pending p
-WHERE e.id = p.id AND (SELECT due FROM gate)
-RETURNING e.id, e.job_id, e.from_state, e.to_state, e.actor, e.reason, e.at,
-          e.delivery_attempts, e.delivered_at, e.dead_at, e.delivery_error, e.external_id,
-          e.notice_at, e.lease_token;
+SELECT j.id, j.public_id, j.kind, j.params, j.requester, j.origin, j.origin_group, j.state,
+       j.reason, j.result, j.error, j.attempts, j.max_attempts, j.current_attempt_id, j.run_at,
+       j.deadline_at, j.cancel_requested_at, j.cancel_requested_by, j.cancel_reason, j.progress,
+       j.usage, j.created_at, j.updated_at, j.started_at, j.finished_at, j.failures,
+       coalesce(a.names, '{}') AS asset_names, coalesce(a.sizes, '{}') AS asset_sizes,
+       n.id AS n_id, n.job_id AS n_job_id, n.from_state AS n_from_state,
+       n.to_state AS n_to_state, n.actor AS n_actor, n.reason AS n_reason, n.at AS n_at,
+       n.delivery_attempts AS n_delivery_attempts, n.delivered_at AS n_delivered_at,
+       n.dead_at AS n_dead_at, n.delivery_error AS n_delivery_error,
+       n.external_id AS n_external_id, n.notice_at AS n_notice_at,
+       n.lease_token AS n_lease_token
+FROM job j
+CROSS JOIN LATERAL (
+    SELECT array_agg(name ORDER BY id) AS names, array_agg(size ORDER BY id) AS sizes
+    FROM asset WHERE asset.job_id = j.id
+) a
+LEFT JOIN leased n ON true
+WHERE j.id = :job_id
+ORDER BY n.id;
 
 -- name: notice_done
 -- Record a delivery and what the transport created (e.g. the Discord message id); fenced by the

@@ -196,7 +196,8 @@ UPDATE job SET max_attempts = greatest(max_attempts, failures + 1) WHERE id = :i
 -- name: job_transition
 -- Move jobs by a table of moves (from -> to) with, in the same statement, their events (notices
 -- for jobs with an origin), the end of the previous attempt and the steps it left open
--- ('interrupted'), and wake-ups. :fence 'attempt': only the row's current attempt may write
+-- ('interrupted'), and wake-ups (a worker, for a job it may claim again; the attempt, for a job
+-- now cancelling). :fence 'attempt': only the row's current attempt may write
 -- (a refused write is kept as an ignored event); 'none': no attempt involved. A move reason of
 -- '@keep' keeps the job's reason. :charges, per move: it uses up one of the job's max_attempts.
 -- Every job row is locked before it is read: callers that race a claim lock it first
@@ -284,7 +285,7 @@ SELECT c.id, c.state AS from_state, m.state AS to_state, m.public_id, m.kind,
            WHEN m.id IS NULL THEN NULL
            WHEN m.state = 'cancelling' THEN
                pg_notify('errand_cancel', m.current_attempt_id::text)::text
-           WHEN m.state = 'queued' THEN job_wake(m.kind)::text
+           WHEN m.state = ANY({claimable}::job_state[]) THEN job_wake(m.kind)::text
        END AS _notified,
        CASE WHEN m.id IS NOT NULL AND m.origin <> '{}'::jsonb
             THEN pg_notify('errand_outbox', '')::text END AS _outbox_notified
@@ -330,32 +331,52 @@ RETURNING id;
 SELECT id FROM job WHERE id = :job_id AND current_attempt_id = :attempt_id FOR SHARE;
 
 -- name: reaper_due
--- Whether the reaper has anything to do: the three selections below, read without locks. Every
--- worker reaps every second and almost always finds nothing; this one statement, outside any
--- transaction, is then the whole of it. What it misses for being unlocked, the next round
--- finds. {live} and {deadline} are constants, as in job_claim, so that its generic plan can use
--- the partial indexes job_live and job_deadline.
-SELECT EXISTS (SELECT 1 FROM job j JOIN attempt a ON a.id = j.current_attempt_id
-               WHERE j.state = ANY({live}::job_state[]) AND a.lease_expires_at < now())
+-- Whether the reaper has anything to do: the three selections below, read without locks, and
+-- the database's clock (the reaper's watch, jobs/engine/store/reaper.py). Every worker reaps
+-- every second and almost always finds nothing; this one statement, outside any transaction, is
+-- then the whole of it. What it misses for being unlocked, the next round finds. {live} and
+-- {deadline} are constants, as in job_claim, so that its generic plan can use the partial
+-- indexes job_live and job_deadline. A lease runs out as in job_expired_leases, from the
+-- reaper's last word on when the database came back (:grace_from, NULL: it never went away).
+SELECT now() AS at,
+       EXISTS (SELECT 1 FROM job j JOIN attempt a ON a.id = j.current_attempt_id
+               WHERE j.state = ANY({live}::job_state[]) AND a.lease_expires_at < now()
+                 AND greatest(pg_postmaster_start_time(), :grace_from::timestamptz)
+                     + (a.lease_expires_at - a.heartbeat_at) < now())
     OR EXISTS (SELECT 1 FROM job j
                WHERE j.state = 'cancelling'
                  AND j.cancel_requested_at < now() - make_interval(secs => :grace_seconds))
     OR EXISTS (SELECT 1 FROM job j
-               WHERE j.deadline_at < now() AND j.state = ANY({deadline}::job_state[]));
+               WHERE j.deadline_at < now() AND j.state = ANY({deadline}::job_state[]))
+       AS due;
 
 -- name: job_expired_leases
--- Live jobs whose lease expired, locked so two reapers never act on one job.
+-- Live jobs whose lease ran out, each locked with its attempt, so two reapers never act on one
+-- job and a heartbeat renewing the lease (which locks the attempt) is never overtaken: one skips
+-- the other, and a lease renewed before the lock is read anew and no longer counts.
+-- An outage does not count against a lease (docs/state-machine.md, "An outage longer than the
+-- lease"): once the database is back, every attempt has one lease more to heartbeat, from the
+-- latest of the server's start (a restart), the end of the last gap the reaper itself saw
+-- (:grace_from) and, when this statement came more than :blind_after seconds after the
+-- round's first one (at :seen_at), now. An attempt last heard of before an outage (the
+-- server's start, or :outage_end, the end of a gap the reaper saw) lost its lease to it.
+WITH back AS (
+    SELECT greatest(pg_postmaster_start_time(), :grace_from::timestamptz, late.now) AS grace_from,
+           greatest(pg_postmaster_start_time(), :outage_end::timestamptz, late.now) AS outage_end
+    FROM (SELECT CASE WHEN now() - :seen_at::timestamptz > make_interval(secs => :blind_after)
+                      THEN now() END) AS late(now)
+)
 SELECT j.id, j.public_id, j.kind, j.state, j.attempts, j.failures, j.max_attempts,
        j.cancel_reason, a.id AS attempt_id, j.checkpoint IS NOT NULL AS has_checkpoint,
-       -- The database restarted after the last heartbeat: the lease ran out during an outage.
-       pg_postmaster_start_time() > a.heartbeat_at AS database_restarted,
+       a.heartbeat_at < b.outage_end AS outage,
        EXISTS (SELECT 1 FROM effect e WHERE e.job_id = j.id AND e.status = 'intent'
                  AND NOT e.has_lookup) AS blind_effect_in_flight
-FROM job j JOIN attempt a ON a.id = j.current_attempt_id
+FROM job j JOIN attempt a ON a.id = j.current_attempt_id CROSS JOIN back b
 WHERE j.state = ANY({live}::job_state[]) AND a.lease_expires_at < now()
+  AND b.grace_from + (a.lease_expires_at - a.heartbeat_at) < now()
 ORDER BY j.id
 LIMIT :limit
-FOR UPDATE OF j SKIP LOCKED;
+FOR UPDATE OF j, a SKIP LOCKED;
 
 -- name: job_cancel_overdue
 -- Cancelling jobs whose attempt did not acknowledge within the grace period.
@@ -393,9 +414,9 @@ SELECT pg_try_advisory_xact_lock(hashtextextended('errand:analyze job', 0));
 SELECT state::text AS state, kind, count(*)::bigint AS count FROM job GROUP BY state, kind;
 
 -- name: job_queue_lag
--- Seconds the oldest due queued job has waited (0 when none waits).
+-- Seconds the oldest due job a worker may claim has waited (0 when none waits).
 SELECT coalesce(extract(epoch FROM now() - min(run_at)), 0)::float8
-FROM job WHERE state = 'queued' AND run_at <= now();
+FROM job WHERE state = ANY({claimable}::job_state[]) AND run_at <= now();
 
 -- name: job_prunable
 -- Terminal jobs finished more than :older_than_seconds ago with no pending notice (and, unless

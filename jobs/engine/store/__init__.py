@@ -12,12 +12,12 @@ reads and deletes in :mod:`jobs.engine.admin`: no SQL on the job tables lives ou
 from __future__ import annotations
 
 from jobs.engine.store.base import Kinds, KindSpec, Quotas
-from jobs.engine.store.reaper import Reaper
+from jobs.engine.store.reaper import Reaper, ReaperWatch
 from jobs.engine.store.requests import Requests
 from jobs.engine.store.submit import Submission, Submits
 from jobs.engine.store.worker import WorkerVerbs
 
-__all__ = ["JobStore", "KindSpec", "Kinds", "Quotas", "Submission"]
+__all__ = ["JobStore", "KindSpec", "Kinds", "Quotas", "ReaperWatch", "Submission"]
 
 
 class JobStore(Submits, Requests, WorkerVerbs, Reaper):

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -22,20 +23,32 @@ class Quotas:
     per_group: int | None = None
 
 
-class KindSpec(Protocol):
-    """What the store needs of a kind (:class:`jobs.runtime.registry.Kind` is one)."""
+@dataclass(frozen=True, kw_only=True)
+class KindSpec(ABC):
+    """How the engine treats a kind's jobs: the one declaration of these rules.
 
-    @property
-    def max_attempts(self) -> int: ...
-    @property
-    def deadline_seconds(self) -> float | None: ...
-    @property
-    def requester_may_resolve(self) -> bool: ...
-    @property
-    def retry_safe(self) -> bool: ...
-    @property
-    def count_crashes(self) -> bool: ...
-    def validate(self, raw: dict[str, Any]) -> dict[str, Any]: ...
+    :class:`jobs.runtime.registry.Kind` extends it with the handler, and the ``kind`` decorator
+    takes Kind's own signature, so each rule is written here alone. Keyword-only, so that a
+    kind's name, handler and parameter model stay its first three positional fields.
+    """
+
+    retry_safe: bool = False
+    """Safe to run again from the start after a failure or a lost worker."""
+    max_attempts: int = 1
+    """Failed attempts allowed, including the first; only retry-safe kinds get more than one.
+    Only handler failures use them up (and crashes, with ``count_crashes``): a release on
+    shutdown, a lease lost in a database outage or a worker crash is not the job's fault."""
+    count_crashes: bool = False
+    """A worker crash while this kind runs uses up an attempt: set it for work that can itself
+    kill its worker (memory, native code), so a poison job cannot crash workers forever."""
+    deadline_seconds: float | None = None
+    """Maximum wall time from submit to the end, in seconds (None: no deadline)."""
+    requester_may_resolve: bool = False
+    """Whether the requester (not only an operator) may resolve an ``unknown`` outcome."""
+
+    @abstractmethod
+    def validate(self, raw: dict[str, Any]) -> dict[str, Any]:
+        """Validated, normalized parameters as JSON-able data (raises InvalidParams)."""
 
 
 class Kinds(Protocol):

@@ -2,11 +2,14 @@
 
 Any worker may reap; ``SKIP LOCKED`` plus the transition's compare-and-set mean two reapers never
 both act on one job. What each settlement does is :mod:`jobs.engine.policy`'s; how an expired
-lease is read (a crash, an outage, a blind effect in flight) is decided here.
+lease is read (a crash, an outage, a blind effect in flight) is decided here. An outage never
+counts against a lease: a reaper reaps only what it watched run out, with the database there,
+for a whole lease (:class:`ReaperWatch`; docs/state-machine.md, "An outage longer than the lease").
 """
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta
 
 import asyncpg
@@ -20,6 +23,44 @@ from jobs.engine.transition import transition
 from jobs.retry import backoff
 
 
+class ReaperWatch:
+    """What a reaper that runs every ``period`` seconds has seen of the database.
+
+    ``since`` is when, by the database's clock, it last began to see the database without a
+    gap: at its first round, or after a gap longer than :attr:`blind_after` (an outage it could
+    not see through: a round missed, or a statement that hung). A lease runs out no earlier than
+    one lease after ``since``, so every attempt alive through an outage has a whole lease to
+    heartbeat once the database is back. ``outage_end`` is ``since`` when a gap began it: an
+    attempt last heard of before it lost its lease to the outage (``lease_lost``), not to a
+    crash. A reaper that just started knows of no outage, but has not watched the leases
+    either: it grants the grace too.
+    """
+
+    def __init__(self, period: float) -> None:
+        # A round missed, and more than a second of lag: a busy event loop is no outage.
+        self.blind_after = period + max(period, 1.0)
+        self.since: datetime | None = None
+        self.outage_end: datetime | None = None
+        self._done_at: float | None = None  # time.monotonic() at the end of the last round
+
+    def saw(self, at: datetime, started: float, elapsed: float) -> None:
+        """A round's first statement reached the database at ``at`` (its clock), sent at
+        ``started`` (``time.monotonic()``) and answered ``elapsed`` seconds later."""
+        back = at + timedelta(seconds=elapsed)
+        if self.since is None:
+            self.since = back
+        elif (
+            self._done_at is None
+            or started - self._done_at > self.blind_after
+            or elapsed > self.blind_after
+        ):
+            self.since = self.outage_end = back
+
+    def done(self) -> None:
+        """The round got through to its end."""
+        self._done_at = time.monotonic()
+
+
 class Reaper(Base):
     """``reap``."""
 
@@ -28,8 +69,9 @@ class Reaper(Base):
     ) -> tuple[Policy, Row, str]:
         """How a running job whose lease expired moves (no cancel, no blind effect in flight).
 
-        The database restarting after the attempt's last heartbeat means the lease was lost to
-        an outage (``lease_lost``); otherwise the worker is taken as crashed (``abandoned``).
+        An attempt last heard of before an outage (the database restarted, or the reaper saw a
+        gap, after its last heartbeat) lost its lease to it (``lease_lost``); otherwise the
+        worker is taken as crashed (``abandoned``).
         Neither uses up an attempt unless the kind counts crashes. The job runs again when its
         kind is retry-safe or it saved a checkpoint to resume from; otherwise nobody can say
         how far it got, and it becomes ``unknown``.
@@ -37,7 +79,7 @@ class Reaper(Base):
         spec = self.registry.find(r["kind"])
         # A kind this process does not know: only retry-safe kinds have more than one attempt.
         retry_safe = spec.retry_safe if spec is not None else r["max_attempts"] > 1
-        outage = bool(r["database_restarted"])
+        outage = bool(r["outage"])
         charge = spec is not None and spec.count_crashes and not outage
         outcome = Out.LEASE_LOST if outage else Out.ABANDONED
         lost = "lease lost in a database outage" if outage else "lease expired"
@@ -60,20 +102,48 @@ class Reaper(Base):
         batch: int = 100,
         retry_base: float = 1.0,
         retry_cap: float = 300.0,
+        watch: ReaperWatch | None = None,
     ) -> dict[str, int]:
         """Settle expired leases, unacknowledged cancels and passed deadlines; counts by what
-        was done."""
+        was done.
+
+        Args:
+            watch: a periodic reaper's memory of the database (kept by the caller, one per
+                reaping loop), so that no outage it could not see through counts against a
+                lease. None: a one-off round, whose caller vouches that the database was there
+                (only a restart of the server is then granted the grace).
+        """
         counts: dict[str, int] = {}
 
         def count(key: str, moved: list[Moved]) -> None:
             counts[key] = counts.get(key, 0) + sum(m.ok for m in moved)
 
-        due = await self.sql.fetchval(self.pool, "reaper_due", grace_seconds=cancel_grace_seconds)
-        if not due:
+        started = time.monotonic()
+        first = await self.sql.fetchrow(
+            self.pool,
+            "reaper_due",
+            grace_seconds=cancel_grace_seconds,
+            grace_from=watch.since if watch else None,
+        )
+        assert first is not None  # one row, always
+        if watch is not None:
+            watch.saw(first["at"], started, time.monotonic() - started)
+        if not first["due"]:
+            if watch is not None:
+                watch.done()
             return counts  # the usual round: one statement, no transaction
         now = datetime.now(UTC)
         async with self.pool.acquire() as conn, conn.transaction():
-            for r in await self.sql.fetch(conn, "job_expired_leases", limit=batch):
+            expired = await self.sql.fetch(
+                conn,
+                "job_expired_leases",
+                limit=batch,
+                grace_from=watch.since if watch else None,
+                outage_end=watch.outage_end if watch else None,
+                seen_at=first["at"] if watch else None,
+                blind_after=watch.blind_after if watch else None,
+            )
+            for r in expired:
                 row = Row(r["id"], attempt_id=r["attempt_id"])
                 if r["state"] == S.CANCELLING:
                     reason = "timed_out" if r["cancel_reason"] == "timed_out" else "forced"
@@ -97,4 +167,6 @@ class Reaper(Base):
                 deadline = CancelRequest(by="system", reason="timed_out")
                 rows = [Row(r["id"]) for r in late]
                 count("timed_out", await transition(conn, policy.DEADLINE, rows, cancel=deadline))
+        if watch is not None:
+            watch.done()
         return {k: v for k, v in counts.items() if v}

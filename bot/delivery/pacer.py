@@ -9,7 +9,8 @@ The bot keeps under both on its own instead of provoking 429s:
   and those before progress edits.
 - :func:`edit_interval` and :func:`edit_wait` space the edits of one progress message.
 
-``bot.discord_io`` waits on a :class:`Pacer` with asyncio; ``bot.delivery`` uses the edit rules.
+``bot.delivery.discord_io`` waits on a :class:`Pacer` with asyncio; ``bot.delivery`` uses the
+edit rules.
 """
 
 from __future__ import annotations
