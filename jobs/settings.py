@@ -6,14 +6,11 @@ Secrets are ``SecretStr`` so that a settings object can be logged or printed wit
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 import platformdirs
 from pydantic import AliasChoices, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
-
-if TYPE_CHECKING:
-    from jobs.runtime.budget import Budget
 
 
 def default_data_dir() -> Path:
@@ -70,14 +67,6 @@ class BudgetSettings(BaseSettings):
     job_tokens: int | None = Field(default=1_000_000, ge=0)
     # Wall time of one attempt; the kind's deadline bounds the whole job from submit.
     job_seconds: float | None = Field(default=None, gt=0)
-
-    def budget(self) -> Budget:
-        """These bounds as a :class:`~jobs.runtime.budget.Budget`."""
-        # Imported here: only a worker needs it, and its two models cost every one-shot command
-        # (job status, submit) their build at start-up.
-        from jobs.runtime.budget import Budget
-
-        return Budget(**self.model_dump())
 
 
 class QuotaSettings(BaseSettings):

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from jobs.exits import exit_now, stop_on_signals
 from jobs.logs import get_logger
 from jobs.ops.app import Engine, load_settings, open_engine
+from jobs.runtime.budget import Budget
 from jobs.runtime.shutdown import EXIT_WITHIN_SECONDS
 from jobs.runtime.worker import Worker
 from jobs.tasks import supervise
@@ -138,7 +139,7 @@ class Process:
             engine.registry,
             settings.worker,
             dsn=engine.dsn,
-            budget=settings.budget.budget(),
+            budget=Budget.of(settings.budget),
             assets_dir=settings.assets_dir,
         )
         self.add_check("worker", _worker_check(worker, self.stop))

@@ -9,11 +9,14 @@ raise a limit an operator set.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from jobs.errors import BOUND_NAMES, BudgetExceeded
+
+if TYPE_CHECKING:
+    from jobs.settings import BudgetSettings
 
 
 class Budget(BaseModel):
@@ -29,6 +32,11 @@ class Budget(BaseModel):
     job_seconds: float | None = Field(
         default=None, gt=0, description="Wall time of the whole job (all attempts together)"
     )
+
+    @classmethod
+    def of(cls, settings: BudgetSettings) -> Budget:
+        """The global bounds an operator set (``ERRAND_BUDGET_*``) as a budget."""
+        return cls(**settings.model_dump())
 
     def tighten(self, other: Budget | None) -> Budget:
         """The stricter of ``self`` and ``other`` for every bound."""

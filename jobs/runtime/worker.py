@@ -83,7 +83,7 @@ class Worker:
         self.dsn = dsn
         self.name = name or incarnation()
         # The global bounds (ERRAND_BUDGET_*) and where large assets go.
-        self.budget = budget or BudgetSettings().budget()
+        self.budget = budget or Budget.of(BudgetSettings())
         self.assets_dir = assets_dir or default_data_dir() / "assets"
         self.running: dict[int, Running] = {}
         """The attempts this worker runs, by attempt id; whoever removes one records its end."""
