@@ -28,8 +28,8 @@ from .faults import Disconnect, Faults
 from .gateway import Gateway
 from .ratelimit import RateLimiter
 from .rest import API_PREFIX, add_routes
-from .rest.channels import get_attachment
 from .rest.common import APP_KEY, EMU_KEY, json_response
+from .rest.messages import get_attachment
 from .state import DM, Channel, State
 
 # EmulatorConfig and RequestRecord live in .config (every part reads them) and stay importable

@@ -1,5 +1,6 @@
 """Request helpers shared by the REST handlers: body parsing (JSON or multipart with
-``payload_json``), snowflake path parameters, the acting application, JSON responses."""
+``payload_json``), snowflake path parameters and ``limit`` queries, the acting application and
+the channel or guild it acts in, JSON responses."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from aiohttp import BodyPartReader, web
 from discord_emulator import errors
 from discord_emulator.actions import UploadedFile
 from discord_emulator.hub import Hub
-from discord_emulator.state import Application, Channel, Message
+from discord_emulator.state import DM, Application, Channel, Guild, Message
 from discord_emulator.validation import validate_upload_sizes
 
 EMU_KEY: web.AppKey[Hub] = web.AppKey("discord_emulator")
@@ -37,6 +38,20 @@ def snowflake(request: web.Request, name: str) -> int:
             errors.field_error([name], "NUMBER_TYPE_COERCE", f'Value "{raw}" is not snowflake.')
         )
     return int(raw)
+
+
+def query_limit(request: web.Request, default: int, high: int) -> int:
+    """The ``limit`` query parameter, ``default`` when absent; outside 1..``high`` Discord
+    answers 400 / 50035 NUMBER_TYPE_MIN/MAX on ``limit``."""
+    limit = int(request.query.get("limit", default))
+    if not 1 <= limit <= high:
+        code, text = (
+            ("NUMBER_TYPE_MAX", f"int value should be less than or equal to {high}.")
+            if limit > high
+            else ("NUMBER_TYPE_MIN", "int value should be greater than or equal to 1.")
+        )
+        raise errors.invalid_form_body(errors.field_error(["limit"], code, text))
+    return limit
 
 
 async def read_body(request: web.Request) -> tuple[dict[str, Any], list[UploadedFile]]:
@@ -107,3 +122,28 @@ def get_message(emu: Hub, channel_id: int, message_id: int) -> Message:
     if msg is None or msg.channel_id != channel_id or msg.deleted or msg.ephemeral:
         raise errors.unknown_message()
     return msg
+
+
+def bot_channel(request: web.Request) -> tuple[Channel, int]:
+    """The path's channel as the acting bot sees it, and the bot's user id: an unknown channel
+    or another's DM is 10003, a channel it cannot view 50001."""
+    emu = emu_of(request)
+    app = acting_app(request)
+    channel = get_channel(emu, snowflake(request, "channel_id"))
+    if channel.type == DM and app.bot_user_id not in channel.recipient_ids:
+        raise errors.unknown_channel()
+    emu.require_view(channel, app.bot_user_id)
+    return channel, app.bot_user_id
+
+
+def bot_guild(request: web.Request) -> tuple[Guild, int]:
+    """The path's guild and the acting bot's user id: an unknown guild is 10004; a guild the
+    bot is not in, 50001 Missing Access (it cannot see it)."""
+    emu = emu_of(request)
+    bot_id = acting_app(request).bot_user_id
+    guild = emu.state.guilds.get(snowflake(request, "guild_id"))
+    if guild is None:
+        raise errors.unknown_guild()
+    if bot_id not in guild.members:
+        raise errors.missing_access()
+    return guild, bot_id

@@ -30,8 +30,8 @@ from discord_emulator.validation import (
     validate_modal,
 )
 
-from .channels import _ensure_not_emptied
 from .common import emu_of, json_response, no_content, read_body, snowflake
+from .messages import ensure_not_emptied
 
 PONG, CHANNEL_MESSAGE, DEFERRED_CHANNEL_MESSAGE, DEFERRED_UPDATE, UPDATE_MESSAGE = 1, 4, 5, 6, 7
 AUTOCOMPLETE_RESULT, MODAL = 8, 9
@@ -246,7 +246,7 @@ async def edit_webhook_message(request: web.Request) -> web.Response:
         payload, require_content=False, components_v2=bool(msg.flags & IS_COMPONENTS_V2)
     )
     if not msg.flags & FLAG_LOADING:
-        _ensure_not_emptied(msg, payload, bool(files))
+        ensure_not_emptied(msg, payload, bool(files))
     emu.actions.edit_message(msg, payload, files, clear_flags=FLAG_LOADING)
     return json_response(emu.state.message_payload(msg))
 
