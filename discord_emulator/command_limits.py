@@ -4,10 +4,13 @@ https://discord.com/developers/docs/interactions/application-commands#applicatio
 CHAT_INPUT names and option names match ``^[-_'\p{L}\p{N}\p{sc=Deva}\p{sc=Thai}]{1,32}$`` and
 use lowercase where a letter has one; descriptions are 1-100 characters; at most 25 options
 (and subcommands) per level, required options before optional ones, at most 25 choices with
-names 1-100 and string values up to 100, min_length 0-6000 and max_length 1-6000. Discord
-answers 400 / 50035 with the failing field; the inner codes APPLICATION_COMMAND_INVALID_NAME
-and APPLICATION_COMMAND_OPTIONS_REQUIRED_INVALID are observed. Nothing is stored when one
-definition is refused.
+names 1-100 and string values up to 100, min_length 0-6000 and max_length 1-6000, and at most
+8000 characters of names, descriptions and values in one slash command (#slash-commands).
+Discord answers 400 / 50035 with the failing field; the inner codes
+APPLICATION_COMMAND_INVALID_NAME and APPLICATION_COMMAND_OPTIONS_REQUIRED_INVALID are observed,
+APPLICATION_COMMAND_TOO_LARGE is assumed. A scope holds at most 100 slash, 15 user and 15
+message commands (#registering-a-command; else 30032). Nothing is stored when one definition
+is refused.
 """
 
 from __future__ import annotations
@@ -17,7 +20,11 @@ from typing import Any
 
 from . import errors
 
-CHAT_INPUT, SUB_COMMAND, SUB_COMMAND_GROUP, STRING_OPTION = 1, 1, 2, 3
+CHAT_INPUT, USER, MESSAGE = 1, 2, 3
+SUB_COMMAND, SUB_COMMAND_GROUP, STRING_OPTION = 1, 2, 3
+# Commands of each type one scope (global, or one guild) may hold.
+MAX_COMMANDS = {CHAT_INPUT: 100, USER: 15, MESSAGE: 15}
+MAX_COMMAND_SIZE = 8000
 
 
 def _valid_name(name: Any) -> bool:
@@ -113,10 +120,40 @@ def _options_errors(options: Any, path: list[str | int]) -> dict[str, Any]:
     return problems
 
 
+def _longest(item: dict[str, Any], key: str) -> int:
+    """A field's length for the size limit: of a localized field only its longest version
+    (the default value included) counts."""
+    versions = [item.get(key), *(item.get(f"{key}_localizations") or {}).values()]
+    return max((len(str(v)) for v in versions if v is not None), default=0)
+
+
+def command_size(item: dict[str, Any]) -> int:
+    """The characters of a slash command (or option) that count towards the 8000 limit: its
+    name and description, its options' (subcommands and groups included) and its choices'
+    names and values."""
+    size = _longest(item, "name") + _longest(item, "description")
+    for option in item.get("options") or []:
+        if isinstance(option, dict):
+            size += command_size(option)
+    for choice in item.get("choices") or []:
+        if isinstance(choice, dict):
+            size += _longest(choice, "name") + len(str(choice.get("value", "")))
+    return size
+
+
 def _command_errors(cmd: dict[str, Any], path: list[str | int]) -> dict[str, Any]:
     problems: dict[str, Any] = {}
     if int(cmd.get("type", CHAT_INPUT)) != CHAT_INPUT:
         return problems  # USER / MESSAGE commands: any 1-32 name, empty description
+    if command_size(cmd) > MAX_COMMAND_SIZE:
+        errors.merge_errors(
+            problems,
+            errors.field_error(
+                path,
+                "APPLICATION_COMMAND_TOO_LARGE",
+                f"Command exceeds maximum size ({MAX_COMMAND_SIZE})",
+            ),
+        )
     if not _valid_name(cmd.get("name")):
         errors.merge_errors(
             problems,
@@ -136,10 +173,9 @@ def validate_commands(body: Any) -> list[dict[str, Any]]:
         raise errors.invalid_form_body(
             errors.field_error([], "LIST_TYPE_CONVERT", "Only iterables may be used in a ListType")
         )
-    if len(body) > 100:
-        raise errors.DiscordError(
-            400, 30032, "Maximum number of application commands reached (100)"
-        )
+    for ctype, most in MAX_COMMANDS.items():
+        if sum(1 for c in body if isinstance(c, dict) and int(c.get("type", 1)) == ctype) > most:
+            raise errors.DiscordError(400, 30032, "Maximum number of application commands reached")
     seen: set[tuple[str, int]] = set()
     problems: dict[str, Any] = {}
     for i, cmd in enumerate(body):

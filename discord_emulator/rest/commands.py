@@ -37,6 +37,7 @@ def _normalise_command(
             )
         )
     ctype = int(raw.get("type", 1))
+    permissions = raw.get("default_member_permissions")
     previous = next((c for c in existing if c["name"] == name and c["type"] == ctype), None)
     cmd = {
         "id": previous["id"] if previous else str(emu.state.new_id()),
@@ -48,7 +49,8 @@ def _normalise_command(
         "description": raw.get("description", ""),
         "description_localizations": raw.get("description_localizations"),
         "options": raw.get("options", []),
-        "default_member_permissions": raw.get("default_member_permissions"),
+        # A permission bit set is a string in what Discord answers, whatever was sent.
+        "default_member_permissions": (None if permissions is None else str(int(permissions))),
         "dm_permission": raw.get("dm_permission", True),
         "contexts": raw.get("contexts"),
         "integration_types": raw.get("integration_types", [0]),

@@ -16,6 +16,7 @@ from typing import Any
 from aiohttp import web
 
 from discord_emulator.control import CONTROL_KEY, Control
+from discord_emulator.interaction_builder import InteractionBuilder
 from discord_emulator.state import DM, FLAG_LOADING, FORUM, TEXT, Channel, Message
 
 from .commandline import (
@@ -183,13 +184,20 @@ def _parent_or_self(emu: Control, channel: Channel) -> Channel:
     return channel
 
 
-def commands_for(emu: Control, channel: Channel) -> list[dict[str, Any]]:
-    """The commands usable in ``channel``: the guild's, then the global ones."""
+def commands_for(
+    emu: Control, channel: Channel, user_id: int | None = None
+) -> list[dict[str, Any]]:
+    """The commands usable in ``channel``: the guild's, then the global ones; for a user, only
+    those Discord's client offers them (``default_member_permissions``)."""
     app = emu.application
     if app is None:
         return []
     scoped = list(app.guild_commands.get(channel.guild_id, [])) if channel.guild_id else []
-    return scoped + list(app.global_commands)
+    found = scoped + list(app.global_commands)
+    if user_id is None:
+        return found
+    builder = InteractionBuilder(emu.state, app)
+    return [c for c in found if builder.may_use(c, user_id, channel)]
 
 
 def _lookup(emu: Control) -> dict[str, int]:
@@ -219,14 +227,13 @@ async def send(request: web.Request) -> web.Response:
             return web.json_response({"error": "post in a thread of this forum"}, status=400)
         msg = emu.send_message(user_id, channel, text)
         return web.json_response({"message_id": str(msg.id)})
+    offered = commands_for(emu, channel, user_id)
     try:
         if isinstance(body.get("options"), dict):  # the option fields
             fields = {str(k): str(v) for k, v in body["options"].items()}
-            inv = parse_fields(
-                text.removeprefix("/"), fields, commands_for(emu, channel), lookup=_lookup(emu)
-            )
+            inv = parse_fields(text.removeprefix("/"), fields, offered, lookup=_lookup(emu))
         else:
-            inv = parse(text, commands_for(emu, channel), lookup=_lookup(emu))
+            inv = parse(text, offered, lookup=_lookup(emu))
         handle = await emu.invoke_slash(user_id, channel, inv.path, inv.options)
     except (CommandLineError, LookupError, ValueError, PermissionError) as exc:
         return web.json_response({"error": str(exc).strip("'\"")}, status=400)
@@ -252,10 +259,11 @@ async def complete(request: web.Request) -> web.Response:
     if channel is None:
         return web.json_response({"suggestions": []})
     text = request.query.get("text", "")
-    commands = commands_for(emu, channel)
+    user_id = _user_id(request) if "user_id" in request.query else None
+    commands = commands_for(emu, channel, user_id)
     typing = focus(text, commands, lookup=_lookup(emu))
-    if typing is not None and "user_id" in request.query:
-        found = await _bot_choices(emu, _user_id(request), channel, typing)
+    if typing is not None and user_id is not None:
+        found = await _bot_choices(emu, user_id, channel, typing)
     else:
         found = suggest(text, commands)
     return web.json_response(

@@ -12,7 +12,7 @@ import pytest
 from discord import app_commands
 from discord.ext import commands
 
-from discord_emulator import Emulator, User
+from discord_emulator import Emulator, User, permissions
 from discord_emulator.testing import World, fast_config, make_world, running_bot
 from discord_emulator.web import PageConfig, serve_page
 from discord_emulator.web.commandline import CommandLineError, focus, parse, suggest
@@ -253,3 +253,46 @@ async def test_page_serves_its_files_without_external_assets(
             assert "https://" not in text
         async with session.get(f"{emu.base_url}/_page/secret.py") as resp:
             assert resp.status == 404
+
+
+async def test_the_composer_offers_an_administrators_command_only_to_administrators(
+    page_emu: tuple[Emulator, World, User],
+) -> None:
+    """A command with ``default_member_permissions: "0"`` is neither suggested to nor sent for
+    a member who is not an administrator, as Discord's client hides it."""
+    emu, world, bob = page_emu
+    admins = emu.create_role(world.guild, "admins", permissions.ADMINISTRATOR)
+    world.guild.members[bob.id].roles.append(admins.id)
+    bot = make_bot()
+
+    @bot.tree.command(name="purge", description="Only for administrators")
+    @app_commands.default_permissions()
+    async def purge(interaction: discord.Interaction) -> None:
+        await interaction.response.send_message("purged", ephemeral=True)
+
+    async def setup_hook() -> None:
+        await bot.tree.sync()
+
+    bot.setup_hook = setup_hook  # type: ignore[method-assign]
+    base = f"{emu.base_url}/_emulator/page"
+    channel = str(world.channel.id)
+    async with running_bot(emu, bot), aiohttp.ClientSession() as session:
+
+        async def offered(user: User) -> list[str]:
+            params = {"channel_id": channel, "user_id": str(user.id), "text": "/pu"}
+            async with session.get(f"{base}/complete", params=params) as resp:
+                return [s["text"] for s in (await resp.json())["suggestions"]]
+
+        async def send(user: User) -> tuple[int, dict[str, Any]]:
+            body = {"user_id": str(user.id), "channel_id": channel, "text": "/purge"}
+            async with session.post(f"{base}/send", json=body) as resp:
+                return resp.status, await resp.json()
+
+        assert await offered(world.alice) == []
+        assert await offered(bob) == ["/purge "]
+        assert await send(world.alice) == (400, {"error": "unknown command /purge"})
+        status, answer = await send(bob)
+        assert status == 200
+        handle = emu.state.interactions[int(answer["interaction_id"])]
+        await emu.wait_until(lambda: handle.original_message_id, 5)
+    assert emu.message(handle.original_message_id or 0).content == "purged"
