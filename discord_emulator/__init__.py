@@ -8,7 +8,7 @@ with ``await emu.invoke_slash(...)``. See docs/emulator.md.
 
 from __future__ import annotations
 
-from . import permissions
+from . import intents, permissions
 from .client import patched
 from .component_input import Upload
 from .control import DEFAULT_BOT_PERMISSIONS, InteractionHandle
@@ -61,6 +61,7 @@ __all__ = [
     "Subscription",
     "Upload",
     "User",
+    "intents",
     "patched",
     "permissions",
 ]

@@ -27,6 +27,18 @@ from . import permissions as P
 from .clock import VirtualClock
 from .config import EmulatorConfig
 from .events import EmulatorEvent, EventHub
+from .intents import (
+    DIRECT_MESSAGE_REACTIONS,
+    DIRECT_MESSAGES,
+    GUILD_MEMBERS,
+    GUILD_MESSAGE_REACTIONS,
+    GUILD_MESSAGES,
+    GUILD_PRESENCES,
+    GUILDS,
+    MESSAGE_CONTENT,
+    PRIVILEGED,
+)
+from .message_content import redact
 from .state import DM, State
 
 log = logging.getLogger(__name__)
@@ -45,17 +57,6 @@ UNKNOWN_OPCODE, DECODE_ERROR, NOT_AUTHENTICATED, AUTH_FAILED, ALREADY_AUTHENTICA
 )
 RATE_LIMITED = 4008
 SESSION_TIMED_OUT, INVALID_SHARD, SHARDING_REQUIRED, DISALLOWED_INTENTS = 4009, 4010, 4011, 4014
-
-# Intents (https://discord.com/developers/docs/events/gateway#list-of-intents).
-GUILDS = 1 << 0
-GUILD_MEMBERS = 1 << 1
-GUILD_PRESENCES = 1 << 8
-GUILD_MESSAGES = 1 << 9
-GUILD_MESSAGE_REACTIONS = 1 << 10
-DIRECT_MESSAGES = 1 << 12
-DIRECT_MESSAGE_REACTIONS = 1 << 13
-MESSAGE_CONTENT = 1 << 15
-PRIVILEGED = GUILD_MEMBERS | GUILD_PRESENCES | MESSAGE_CONTENT
 
 REPLAY_BUFFER = 2000
 
@@ -171,7 +172,6 @@ class Gateway:
         application_id: int | None = None,
         guild_id: int | None = None,
         channel_type: int | None = None,
-        author_id: int | None = None,
         channel_id: int | None = None,
         thread_member_ids: set[int] | None = None,
     ) -> None:
@@ -206,7 +206,12 @@ class Gateway:
                     # (https://discord.com/developers/docs/topics/permissions: "VIEW_CHANNEL
                     # ... read messages"; Gateway Events: guild events need access).
                     continue
-                payload = self._strip_content(session, data, channel_type, author_id)
+                payload = redact(
+                    data,
+                    session.bot_user_id,
+                    has_intent=bool(session.intents & MESSAGE_CONTENT),
+                    in_dm=channel_type == DM,
+                )
             elif event == "CHANNEL_PINS_UPDATE":
                 # GUILDS for guild channels, DIRECT_MESSAGES for DMs (List of Intents).
                 needed = DIRECT_MESSAGES if channel_type == DM else GUILDS
@@ -237,29 +242,6 @@ class Gateway:
     def _bot_in_guild(self, session: GatewaySession, guild_id: int) -> bool:
         guild = self.emu.state.guilds.get(guild_id)
         return guild is not None and session.bot_user_id in guild.members
-
-    @staticmethod
-    def _strip_content(
-        session: GatewaySession,
-        data: dict[str, Any],
-        channel_type: int | None,
-        author_id: int | None,
-    ) -> dict[str, Any]:
-        # Without MESSAGE_CONTENT, content/embeds/attachments/components are empty except in DMs,
-        # the bot's own messages and messages mentioning the bot
-        # (https://discord.com/developers/docs/events/gateway#message-content-intent).
-        if (
-            session.intents & MESSAGE_CONTENT
-            or channel_type == DM
-            or author_id == session.bot_user_id
-        ):
-            return data
-        if any(m.get("id") == str(session.bot_user_id) for m in data.get("mentions", [])):
-            return data
-        stripped = dict(data)
-        if "content" in stripped:
-            stripped.update(content="", embeds=[], attachments=[], components=[])
-        return stripped
 
     # ----- faults ------------------------------------------------------------------------
     def drop_connections(self) -> int:
@@ -399,7 +381,7 @@ class Gateway:
         if app is None:
             return AUTH_FAILED
         intents = int(data.get("intents", 0))
-        if intents & PRIVILEGED and not app.privileged_intents:
+        if intents & PRIVILEGED & ~app.privileged_intents:
             return DISALLOWED_INTENTS
         shard = _parse_shard(data.get("shard", [0, 1]))
         if shard is None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .clock import SnowflakeGenerator, VirtualClock
+from .intents import PRIVILEGED
 
 # https://discord.com/developers/docs/resources/channel#channel-object-channel-types
 TEXT, DM, VOICE, CATEGORY, NEWS = 0, 1, 2, 4, 5
@@ -250,10 +251,15 @@ class Application:
     owner_id: int
     token: str
     flags: int = DEFAULT_APP_FLAGS
-    # Privileged intents switched on in the developer portal (members, presences, content).
-    privileged_intents: bool = True
+    # The privileged intents switched on in the developer portal (GUILD_MEMBERS,
+    # GUILD_PRESENCES, MESSAGE_CONTENT bits); True or False means all or none of them.
+    privileged_intents: int = PRIVILEGED
     global_commands: list[dict[str, Any]] = field(default_factory=list)
     guild_commands: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.privileged_intents, bool):
+            self.privileged_intents = PRIVILEGED if self.privileged_intents else 0
 
 
 @dataclass

@@ -208,7 +208,6 @@ class MessageActions(ActionsBase):
                 self.state.gateway_message_payload(msg),
                 guild_id=channel.guild_id,
                 channel_type=channel.type,
-                author_id=author_id,
                 channel_id=channel.id,
             )
         self.publish(
@@ -264,7 +263,6 @@ class MessageActions(ActionsBase):
                 self.state.gateway_message_payload(msg),
                 guild_id=channel.guild_id,
                 channel_type=channel.type,
-                author_id=msg.author_id,
                 channel_id=channel.id,
             )
         self.publish(

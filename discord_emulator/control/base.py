@@ -24,9 +24,15 @@ class ControlBase(Hub):
         return user
 
     def create_application(
-        self, name: str = "Errand", *, token: str | None = None, privileged_intents: bool = True
+        self,
+        name: str = "Errand",
+        *,
+        token: str | None = None,
+        privileged_intents: bool | int = True,
     ) -> Application:
-        """A bot application (bot user, owner, token); the first is ``emu.application``."""
+        """A bot application (bot user, owner, token); the first is ``emu.application``.
+        ``privileged_intents``: those switched on in its developer portal, all (True), none
+        (False) or some (a mask of :mod:`discord_emulator.intents` bits)."""
         owner = self.create_user(f"{name.lower()}-owner")
         bot = self.create_user(name, bot=True)
         app = Application(

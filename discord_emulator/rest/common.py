@@ -12,6 +12,8 @@ from aiohttp import BodyPartReader, web
 from discord_emulator import errors
 from discord_emulator.actions import UploadedFile
 from discord_emulator.hub import Hub
+from discord_emulator.intents import MESSAGE_CONTENT
+from discord_emulator.message_content import redact
 from discord_emulator.state import DM, Application, Channel, Guild, Message
 from discord_emulator.validation import validate_upload_sizes
 
@@ -107,6 +109,21 @@ def json_response(data: Any, status: int = 200) -> web.Response:
 
 def no_content() -> web.Response:
     return web.Response(status=204)
+
+
+def message_json(request: web.Request, msg: Message) -> dict[str, Any]:
+    """A message as the acting app reads it over REST: without the message content intent
+    enabled for the app, others' messages come with empty content
+    (:mod:`discord_emulator.message_content`)."""
+    emu = emu_of(request)
+    app = acting_app(request)
+    channel = emu.state.channels.get(msg.channel_id)
+    return redact(
+        emu.state.message_payload(msg),
+        app.bot_user_id,
+        has_intent=bool(app.privileged_intents & MESSAGE_CONTENT),
+        in_dm=channel is not None and channel.type == DM,
+    )
 
 
 def get_channel(emu: Hub, channel_id: int) -> Channel:

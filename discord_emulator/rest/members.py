@@ -16,6 +16,7 @@ from aiohttp import web
 from discord_emulator import errors
 from discord_emulator import permissions as P
 from discord_emulator.hub import Hub
+from discord_emulator.intents import GUILD_MEMBERS
 from discord_emulator.state import Guild, Member
 
 from .common import (
@@ -42,7 +43,7 @@ async def get_member(request: web.Request) -> web.Response:
 async def list_members(request: web.Request) -> web.Response:
     emu = emu_of(request)
     guild, _ = bot_guild(request)
-    if not acting_app(request).privileged_intents:
+    if not acting_app(request).privileged_intents & GUILD_MEMBERS:
         # "This endpoint requires the GUILD_MEMBERS Privileged Intent"
         # (https://discord.com/developers/docs/resources/guild#list-guild-members); without it
         # enabled for the application Discord answers 50001 Missing Access (observed).

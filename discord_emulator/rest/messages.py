@@ -19,6 +19,7 @@ from .common import (
     emu_of,
     get_message,
     json_response,
+    message_json,
     no_content,
     query_limit,
     read_body,
@@ -48,7 +49,7 @@ async def create_message(request: web.Request) -> web.Response:
     validate_message(payload, has_files=bool(files))
     emu.actions.ensure_writable_thread(channel, can_manage=P.has(perms, P.MANAGE_THREADS))
     msg = emu.actions.create_message(channel, bot_id, payload, files)
-    return json_response(emu.state.message_payload(msg))
+    return json_response(message_json(request, msg))
 
 
 def _ensure_can_dm(state: State, channel: Channel, bot_id: int) -> None:
@@ -71,7 +72,7 @@ async def get_message_route(request: web.Request) -> web.Response:
         # Discord answers 50001 Missing Access here (observed).
         raise errors.missing_access()
     msg = get_message(emu, channel.id, snowflake(request, "message_id"))
-    return json_response(emu.state.message_payload(msg))
+    return json_response(message_json(request, msg))
 
 
 async def list_messages(request: web.Request) -> web.Response:
@@ -95,7 +96,7 @@ async def list_messages(request: web.Request) -> web.Response:
         msgs = older + newer
     else:
         msgs = msgs[-limit:]
-    return json_response([emu.state.message_payload(m) for m in reversed(msgs)])
+    return json_response([message_json(request, m) for m in reversed(msgs)])
 
 
 async def edit_message(request: web.Request) -> web.Response:
@@ -121,7 +122,7 @@ async def edit_message(request: web.Request) -> web.Response:
     if emu.clock.time() - msg.created_at > emu.config.old_message_age:
         emu.limiter.check_old_message_edit(channel.id, emu.clock.time())
     emu.actions.edit_message(msg, payload, files)
-    return json_response(emu.state.message_payload(msg))
+    return json_response(message_json(request, msg))
 
 
 def ensure_not_emptied(msg: object, payload: dict[str, object], has_files: bool) -> None:

@@ -26,6 +26,7 @@ from .common import (
     emu_of,
     get_message,
     json_response,
+    message_json,
     no_content,
     read_body,
     snowflake,
@@ -85,7 +86,7 @@ async def get_pins(request: web.Request) -> web.Response:
         before = dt.datetime.fromisoformat(request.query["before"]).timestamp()
         pins = [m for m in pins if (m.pinned_at or 0.0) < before]
     items = [
-        {"pinned_at": emu.clock.iso(m.pinned_at), "message": emu.state.message_payload(m)}
+        {"pinned_at": emu.clock.iso(m.pinned_at), "message": message_json(request, m)}
         for m in pins[:limit]
     ]
     return json_response({"items": items, "has_more": len(pins) > limit})
@@ -97,7 +98,7 @@ async def get_pins_deprecated(request: web.Request) -> web.Response:
     channel, bot_id = bot_channel(request)
     if not P.has(emu.permissions(channel, bot_id), P.READ_MESSAGE_HISTORY):
         return json_response([])
-    return json_response([emu.state.message_payload(m) for m in _pinned(request, channel)[:50]])
+    return json_response([message_json(request, m) for m in _pinned(request, channel)[:50]])
 
 
 async def bulk_delete(request: web.Request) -> web.Response:

@@ -22,6 +22,7 @@ from aiohttp import web
 
 from discord_emulator import errors
 from discord_emulator import permissions as P
+from discord_emulator.intents import GUILD_MEMBERS
 from discord_emulator.state import DM, FORUM, PRIVATE_THREAD, PUBLIC_THREAD, Channel, State
 from discord_emulator.validation import validate_message
 
@@ -32,6 +33,7 @@ from .common import (
     emu_of,
     get_message,
     json_response,
+    message_json,
     no_content,
     query_limit,
     read_body,
@@ -79,7 +81,7 @@ async def get_thread_member(request: web.Request) -> web.Response:
 async def list_thread_members(request: web.Request) -> web.Response:
     emu = emu_of(request)
     thread, _ = _thread_of(request)
-    if not acting_app(request).privileged_intents:
+    if not acting_app(request).privileged_intents & GUILD_MEMBERS:
         raise errors.missing_access()
     limit = query_limit(request, 100, 100)
     after = int(request.query.get("after", 0))
@@ -206,7 +208,7 @@ async def start_thread(request: web.Request) -> web.Response:
         )
         first = emu.actions.create_message(thread, bot_id, message, files, message_id=thread.id)
         data = emu.state.channel_payload(thread)
-        data["message"] = emu.state.message_payload(first)
+        data["message"] = message_json(request, first)
         return json_response(data, status=201)
     # Without a message the default type is PRIVATE_THREAD (Start Thread without Message docs).
     thread_type = int(body.get("type") or PRIVATE_THREAD)
