@@ -17,8 +17,8 @@ from .intents import PRIVILEGED
 
 # https://discord.com/developers/docs/resources/channel#channel-object-channel-types
 TEXT, DM, VOICE, CATEGORY, NEWS = 0, 1, 2, 4, 5
-PUBLIC_THREAD, PRIVATE_THREAD, FORUM = 11, 12, 15
-THREAD_TYPES = (PUBLIC_THREAD, PRIVATE_THREAD, 10)
+ANNOUNCEMENT_THREAD, PUBLIC_THREAD, PRIVATE_THREAD, FORUM = 10, 11, 12, 15
+THREAD_TYPES = (PUBLIC_THREAD, PRIVATE_THREAD, ANNOUNCEMENT_THREAD)
 
 # https://discord.com/developers/docs/resources/message#message-object-message-flags
 FLAG_HAS_THREAD = 1 << 5
@@ -27,7 +27,11 @@ FLAG_LOADING = 1 << 7
 
 # https://discord.com/developers/docs/resources/message#message-object-message-types
 MSG_DEFAULT, MSG_THREAD_CREATED, MSG_REPLY, MSG_CHAT_INPUT_COMMAND = 0, 18, 19, 20
+MSG_RECIPIENT_ADD, MSG_RECIPIENT_REMOVE, MSG_CHANNEL_NAME_CHANGE = 1, 2, 4
 MSG_CHANNEL_PINNED_MESSAGE, MSG_USER_JOIN = 6, 7
+MSG_THREAD_STARTER_MESSAGE, MSG_CONTEXT_MENU_COMMAND = 21, 23
+# The types a user or an app sends; every other type is a system message Discord posts.
+SENT_TYPES = (MSG_DEFAULT, MSG_REPLY, MSG_CHAT_INPUT_COMMAND, MSG_CONTEXT_MENU_COMMAND)
 
 # https://discord.com/developers/docs/resources/guild#guild-object-system-channel-flags
 SUPPRESS_JOIN_NOTIFICATIONS = 1 << 0
@@ -284,6 +288,11 @@ class Interaction:
     modal: dict[str, Any] | None = None
 
 
+def approximate_member_count(thread: Channel) -> int:
+    """A thread's ``member_count``: it "stops counting at 50" (Threads: Thread Fields)."""
+    return min(len(thread.thread_member_ids), 50)
+
+
 def emoji_payload(key: str) -> dict[str, Any]:
     """A partial emoji object from a reaction key: ``{"id": None, "name": "👍"}``."""
     name, _, emoji_id = key.partition(":")
@@ -385,7 +394,7 @@ class State:
             data.update(
                 owner_id=str(channel.owner_id),
                 message_count=channel.message_count,
-                member_count=len(channel.thread_member_ids),
+                member_count=approximate_member_count(channel),
                 total_message_sent=channel.total_message_sent,
                 thread_metadata={
                     "archived": meta.archived,
@@ -448,7 +457,9 @@ class State:
             data["interaction_metadata"] = msg.interaction_metadata
         if msg.message_reference is not None:
             data["message_reference"] = msg.message_reference
-            ref = self.messages.get(int(msg.message_reference["message_id"]))
+            # A THREAD_CREATED notice refers to a thread, not a message.
+            ref_id = msg.message_reference.get("message_id")
+            ref = self.messages.get(int(ref_id)) if ref_id is not None else None
             if ref is not None and not ref.deleted and nested:
                 data["referenced_message"] = self.message_payload(ref, nested=False)
         if msg.thread_id is not None and msg.thread_id in self.channels:

@@ -5,14 +5,17 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from discord_emulator.clock import VirtualClock
+from discord_emulator.config import EmulatorConfig
 from discord_emulator.events import EmulatorEvent, EventHub
 from discord_emulator.gateway import Gateway
 from discord_emulator.state import State
 
 
 class ActionsHost(Protocol):
-    """What the actions need of the emulator: its world, clock, event hub, gateway and URL."""
+    """What the actions need of the emulator: its settings, world, clock, event hub, gateway
+    and URL."""
 
+    config: EmulatorConfig
     clock: VirtualClock
     state: State
     events: EventHub

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from discord_emulator.state import Channel, Guild
+from discord_emulator.state import MSG_CHANNEL_NAME_CHANGE, Channel, Guild
 
 from .threads import ThreadActions
 
@@ -20,8 +20,17 @@ class ChannelActions(ThreadActions):
         self.emu.gateway.dispatch("CHANNEL_CREATE", payload, guild_id=guild.id)
         self.publish("channel_create", payload, guild_id=guild.id)
 
-    def update_channel(self, channel: Channel, changes: dict[str, Any]) -> Channel:
+    def update_channel(
+        self, channel: Channel, changes: dict[str, Any], *, by: int | None = None
+    ) -> Channel:
+        """Change a channel or thread (Modify Channel) as ``by``. A thread's new name is
+        announced in it (CHANNEL_NAME_CHANGE, "sent when the thread's name is changed"); a
+        thread's archive_timestamp moves "when creating, archiving, or unarchiving a thread,
+        and when changing the auto_archive_duration field", which with unarchiving counts as
+        activity (https://discord.com/developers/docs/topics/threads)."""
         meta = channel.thread
+        now = self.clock.time()
+        renamed = bool(changes.get("name")) and str(changes["name"]) != channel.name
         if changes.get("name"):
             channel.name = str(changes["name"])
         if "topic" in changes and not channel.is_thread:
@@ -35,23 +44,36 @@ class ChannelActions(ThreadActions):
                 unarchived = meta.archived and not archived
                 if archived != meta.archived:
                     meta.archived = archived
-                    meta.archive_timestamp = self.clock.time()
+                    meta.archive_timestamp = now
                     if not archived:
-                        channel.last_activity = self.clock.time()
+                        channel.last_activity = now
             if "locked" in changes and changes["locked"] is not None:
                 meta.locked = bool(changes["locked"])
-            if changes.get("auto_archive_duration"):
-                meta.auto_archive_duration = int(changes["auto_archive_duration"])
+            duration = changes.get("auto_archive_duration")
+            if duration and int(duration) != meta.auto_archive_duration:
+                meta.auto_archive_duration = int(duration)
+                meta.archive_timestamp = now
+                channel.last_activity = now
             if "invitable" in changes and changes["invitable"] is not None:
                 meta.invitable = bool(changes["invitable"])
             self._thread_update(channel)
             if unarchived:
                 self._unarchived(channel)
+            if renamed:
+                author = by if by is not None else self._moderator(channel)
+                self.post_system_message(
+                    channel, author, MSG_CHANNEL_NAME_CHANGE, content=channel.name or ""
+                )
         else:
             payload = self.state.channel_payload(channel)
             self.emu.gateway.dispatch("CHANNEL_UPDATE", payload, guild_id=channel.guild_id)
             self.publish("channel_update", payload, channel_id=channel.id)
         return channel
+
+    def _moderator(self, channel: Channel) -> int:
+        """Who changes a channel when a test does not say: the guild's owner."""
+        guild = self.state.guilds.get(channel.guild_id or 0)
+        return guild.owner_id if guild is not None else channel.owner_id or 0
 
     def delete_channel(self, channel: Channel) -> None:
         """Delete a channel (with its threads) or a thread: CHANNEL_DELETE or THREAD_DELETE

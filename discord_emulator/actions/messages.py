@@ -6,7 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 from discord_emulator import errors, mentions
-from discord_emulator.state import MSG_DEFAULT, MSG_REPLY, Channel, Message
+from discord_emulator.state import (
+    MSG_DEFAULT,
+    MSG_REPLY,
+    MSG_THREAD_STARTER_MESSAGE,
+    SENT_TYPES,
+    Channel,
+    Message,
+)
 
 from .base import ActionsBase
 
@@ -146,7 +153,11 @@ class MessageActions(ActionsBase):
         interaction_id: int | None = None,
         message_id: int | None = None,
         dispatch: bool = True,
+        reference: dict[str, Any] | None = None,
+        mention_ids: list[int] | None = None,
     ) -> Message:
+        """Post a message. ``reference`` is a message_reference Discord itself builds (a system
+        message's), taken as it is; ``mention_ids`` replaces what the content would ping."""
         now = self.clock.time()
         nonce = payload.get("nonce")
         if nonce is not None and payload.get("enforce_nonce"):
@@ -155,9 +166,10 @@ class MessageActions(ActionsBase):
                 existing = self.state.messages.get(hit[0])
                 if existing is not None and not existing.deleted:
                     return existing
-        reference = self._reference(
-            payload.get("message_reference"), reply=msg_type in (MSG_DEFAULT, MSG_REPLY)
-        )
+        if reference is None:
+            reference = self._reference(
+                payload.get("message_reference"), reply=msg_type in (MSG_DEFAULT, MSG_REPLY)
+            )
         if reference is not None and msg_type == MSG_DEFAULT:
             msg_type = MSG_REPLY
         mid = message_id if message_id is not None else self.state.new_id()
@@ -190,6 +202,8 @@ class MessageActions(ActionsBase):
         self._set_mentions(
             msg, channel, payload.get("allowed_mentions"), replied.author_id if replied else None
         )
+        if mention_ids is not None:
+            msg.mention_ids = list(mention_ids)
         msg.snapshot(now)
         self.state.messages[mid] = msg
         self.state.channel_messages.setdefault(channel.id, []).append(mid)
@@ -199,9 +213,12 @@ class MessageActions(ActionsBase):
             channel.last_message_id = mid
             channel.last_activity = now
             if channel.is_thread:
-                channel.message_count += 1
-                channel.total_message_sent += 1
-                channel.thread_member_ids.add(author_id)
+                # message_count leaves out "the initial message" (Channel Object).
+                if msg_type != MSG_THREAD_STARTER_MESSAGE:
+                    channel.message_count += 1
+                    channel.total_message_sent += 1
+                if msg_type in SENT_TYPES:
+                    self.join_by_posting(channel, author_id)
         if dispatch and not msg.ephemeral:
             self.emu.gateway.dispatch(
                 "MESSAGE_CREATE",
@@ -218,6 +235,31 @@ class MessageActions(ActionsBase):
             ephemeral=msg.ephemeral,
         )
         return msg
+
+    def post_system_message(
+        self,
+        channel: Channel,
+        author_id: int,
+        msg_type: int,
+        *,
+        content: str = "",
+        reference: dict[str, Any] | None = None,
+        mention_ids: tuple[int, ...] = (),
+    ) -> Message:
+        """A message Discord posts itself (a thread created, a member added, a name changed):
+        its content pings nobody; it mentions only ``mention_ids``."""
+        return self.create_message(
+            channel,
+            author_id,
+            {"content": content, "allowed_mentions": {"parse": []}},
+            msg_type=msg_type,
+            reference=reference,
+            mention_ids=list(mention_ids),
+        )
+
+    def join_by_posting(self, thread: Channel, user_id: int) -> None:
+        """Posting in a thread makes the author a member (announced by the thread actions)."""
+        thread.thread_member_ids.add(user_id)
 
     def edit_message(
         self,

@@ -10,11 +10,15 @@ from discord_emulator.state import (
     DM,
     FLAG_HAS_THREAD,
     FORUM,
+    MSG_RECIPIENT_ADD,
+    MSG_RECIPIENT_REMOVE,
     MSG_THREAD_CREATED,
+    MSG_THREAD_STARTER_MESSAGE,
     PUBLIC_THREAD,
     Channel,
     Message,
     ThreadMeta,
+    approximate_member_count,
 )
 
 from .messages import MessageActions
@@ -87,21 +91,69 @@ class ThreadActions(MessageActions):
                 create_timestamp=now,
             ),
         )
-        thread.thread_member_ids.add(owner_id)
         self.state.channels[tid] = thread
-        if from_message is not None:
-            from_message.thread_id = tid
-            from_message.flags |= FLAG_HAS_THREAD
         payload = self.state.channel_payload(thread)
         payload["newly_created"] = True
         self.emu.gateway.dispatch("THREAD_CREATE", payload, guild_id=parent.guild_id)
         self.publish(
             "thread_create", self.state.channel_payload(thread), channel_id=tid, parent_id=parent.id
         )
-        if from_message is None and parent.type != FORUM and thread_type == PUBLIC_THREAD:
-            # Discord posts a THREAD_CREATED system message in the parent channel.
-            self.create_message(parent, owner_id, {"content": name}, msg_type=MSG_THREAD_CREATED)
+        # The creator is the thread's first member, and "a Thread Members Update Gateway Event
+        # is always sent when the current user is added to ... a thread" (Threads docs).
+        self._add_member(thread, owner_id)
+        if from_message is not None:
+            self._started_from(from_message, thread)
+        elif parent.type != FORUM and thread_type == PUBLIC_THREAD:
+            self._thread_created_notice(parent, thread)
         return thread
+
+    def _started_from(self, starter: Message, thread: Channel) -> None:
+        """Start Thread from Message "fires a Thread Create and a Message Update": the starter
+        now carries its thread. The thread opens with a THREAD_STARTER_MESSAGE that only refers
+        to the starter; a public thread started from an older message is also announced in the
+        channel (https://discord.com/developers/docs/resources/channel#start-thread-from-message;
+        topics/threads#new-message-types)."""
+        parent = self.state.channels[starter.channel_id]
+        starter.thread_id = thread.id
+        starter.flags |= FLAG_HAS_THREAD
+        self.emu.gateway.dispatch(
+            "MESSAGE_UPDATE",
+            self.state.gateway_message_payload(starter),
+            guild_id=parent.guild_id,
+            channel_type=parent.type,
+            channel_id=parent.id,
+        )
+        self.publish(
+            "message_update",
+            self.state.message_payload(starter),
+            channel_id=parent.id,
+            message_id=starter.id,
+            ephemeral=False,
+        )
+        self.post_system_message(
+            thread,
+            starter.author_id,
+            MSG_THREAD_STARTER_MESSAGE,
+            reference=self._reference({"message_id": str(starter.id)}, reply=False),
+        )
+        age = self.clock.time() - starter.created_at
+        if thread.type == PUBLIC_THREAD and age > self.emu.config.thread_created_notice_age:
+            self._thread_created_notice(parent, thread)
+
+    def _thread_created_notice(self, parent: Channel, thread: Channel) -> None:
+        """THREAD_CREATED in the parent channel, by the thread's creator: its content is the
+        thread's name, its reference the thread (Message resource: Thread Created messages)."""
+        reference: dict[str, Any] = {"type": 0, "channel_id": str(thread.id)}
+        if thread.guild_id is not None:
+            reference["guild_id"] = str(thread.guild_id)
+        assert thread.owner_id is not None
+        self.post_system_message(
+            parent,
+            thread.owner_id,
+            MSG_THREAD_CREATED,
+            content=thread.name or "",
+            reference=reference,
+        )
 
     def _unarchived(self, thread: Channel) -> None:
         """After the THREAD_UPDATE of an unarchive, each member bot gets THREAD_MEMBER_UPDATE
@@ -139,7 +191,7 @@ class ThreadActions(MessageActions):
         data: dict[str, Any] = {
             "id": str(thread.id),
             "guild_id": str(thread.guild_id),
-            "member_count": len(thread.thread_member_ids),
+            "member_count": approximate_member_count(thread),
         }
         if added:
             data["added_members"] = [self._thread_member(thread, u) for u in added]
@@ -153,19 +205,24 @@ class ThreadActions(MessageActions):
         )
         self.publish("thread_members_update", data, channel_id=thread.id)
 
-    def add_thread_member(self, thread: Channel, user_id: int) -> None:
-        """Add a member to a thread: refused when archived (50083); the joiner's own sessions
-        get THREAD_CREATE, then THREAD_MEMBERS_UPDATE goes out
-        (https://discord.com/developers/docs/resources/channel#join-thread and
-        #add-thread-member)."""
+    def _add_member(self, thread: Channel, user_id: int) -> None:
+        if user_id not in thread.thread_member_ids:
+            thread.thread_member_ids.add(user_id)
+            self._members_update(thread, added=(user_id,))
+
+    def join_by_posting(self, thread: Channel, user_id: int) -> None:
+        self._add_member(thread, user_id)
+
+    def _writable_members(self, thread: Channel) -> None:
         meta = thread.thread
         if meta is None:
             raise errors.DiscordError(400, 50024, "Cannot execute action on this channel type")
         if meta.archived:
             raise errors.thread_archived()
-        if user_id in thread.thread_member_ids:
-            return
-        thread.thread_member_ids.add(user_id)
+
+    def _joined_app(self, thread: Channel, user_id: int) -> None:
+        """A bot added to a thread receives THREAD_CREATE with its thread member (Gateway
+        Events: Thread Create, "when the current user is added to a thread")."""
         joiner = next(
             (a for a in self.state.applications.values() if a.bot_user_id == user_id), None
         )
@@ -175,20 +232,40 @@ class ThreadActions(MessageActions):
             self.emu.gateway.dispatch(
                 "THREAD_CREATE", payload, application_id=joiner.id, guild_id=thread.guild_id
             )
-        self._members_update(thread, added=(user_id,))
 
-    def remove_thread_member(self, thread: Channel, user_id: int) -> None:
-        """Remove a member (Leave Thread / Remove Thread Member): the thread must not be
-        archived (https://discord.com/developers/docs/resources/channel#leave-thread)."""
-        meta = thread.thread
-        if meta is None:
-            raise errors.DiscordError(400, 50024, "Cannot execute action on this channel type")
-        if meta.archived:
-            raise errors.thread_archived()
+    def add_thread_member(self, thread: Channel, user_id: int, *, by: int | None = None) -> None:
+        """Add a member to a thread, which must not be archived (50083).
+
+        Joining (``by`` None: Join Thread, or a user's own join) "fires a Thread Members Update
+        and a Thread Create", a member's join included. Added by someone else (Add Thread
+        Member), a member is left as is; a new one gets THREAD_MEMBERS_UPDATE and a
+        RECIPIENT_ADD message by ``by`` in the thread
+        (https://discord.com/developers/docs/resources/channel#join-thread, #add-thread-member;
+        topics/threads#new-message-types)."""
+        self._writable_members(thread)
+        if by is None or by == user_id:
+            thread.thread_member_ids.add(user_id)
+            self._joined_app(thread, user_id)
+            self._members_update(thread, added=(user_id,))
+            return
+        if user_id in thread.thread_member_ids:
+            return
+        thread.thread_member_ids.add(user_id)
+        self._joined_app(thread, user_id)
+        self._members_update(thread, added=(user_id,))
+        self.post_system_message(thread, by, MSG_RECIPIENT_ADD, mention_ids=(user_id,))
+
+    def remove_thread_member(self, thread: Channel, user_id: int, *, by: int | None = None) -> None:
+        """Remove a member (Leave Thread, or Remove Thread Member ``by`` another user, which
+        posts RECIPIENT_REMOVE): the thread must not be archived
+        (https://discord.com/developers/docs/resources/channel#leave-thread)."""
+        self._writable_members(thread)
         if user_id not in thread.thread_member_ids:
             return
         thread.thread_member_ids.discard(user_id)
         self._members_update(thread, removed=(user_id,))
+        if by is not None and by != user_id:
+            self.post_system_message(thread, by, MSG_RECIPIENT_REMOVE, mention_ids=(user_id,))
 
     def sweep_archives(self) -> None:
         """Archive threads inactive for ``auto_archive_duration`` minutes (virtual time)."""

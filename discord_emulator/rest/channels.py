@@ -58,21 +58,26 @@ async def modify_channel(request: web.Request) -> web.Response:
             # (https://discord.com/developers/docs/resources/channel#modify-channel-json-params-thread).
             raise errors.thread_archived()
         manage = P.has(perms, P.MANAGE_THREADS)
-        # Modify Channel (thread): locking, or touching a locked thread, needs Manage Threads;
-        # otherwise the thread's creator (or Manage Threads) may rename/archive it, and
-        # unarchiving an unlocked thread only needs Send Messages.
-        if "locked" in body and bool(body["locked"]) != meta.locked and not manage:
-            raise errors.missing_permissions()
-        if meta.locked and not manage:
+        # Who may edit a thread (https://discord.com/developers/docs/topics/threads#editing-deleting-threads):
+        # changing locked or rate_limit_per_user, or touching a locked thread, needs Manage
+        # Threads; the name, archived and auto_archive_duration the thread's creator may change
+        # too; and setting archived to false "only requires the current user has already been
+        # added to the thread".
+        slowmode = body.get("rate_limit_per_user")
+        if not manage and (
+            ("locked" in body and bool(body["locked"]) != meta.locked)
+            or ("rate_limit_per_user" in body and int(slowmode or 0) != channel.rate_limit_per_user)
+            or meta.locked
+        ):
             raise errors.missing_permissions()
         only_unarchive = set(body) <= {"archived"} and body.get("archived") is False
         if not manage and channel.owner_id != bot_id and not only_unarchive:
             raise errors.missing_permissions()
-        if only_unarchive and not P.has(perms, P.SEND_MESSAGES_IN_THREADS):
+        if only_unarchive and not manage and bot_id not in channel.thread_member_ids:
             raise errors.missing_permissions()
     elif not P.has(perms, P.MANAGE_CHANNELS):
         raise errors.missing_permissions()
-    emu.actions.update_channel(channel, body)
+    emu.actions.update_channel(channel, body, by=bot_id)
     return json_response(emu.state.channel_payload(channel))
 
 

@@ -22,8 +22,18 @@ from aiohttp import web
 
 from discord_emulator import errors
 from discord_emulator import permissions as P
+from discord_emulator.hub import Hub
 from discord_emulator.intents import GUILD_MEMBERS
-from discord_emulator.state import DM, FORUM, PRIVATE_THREAD, PUBLIC_THREAD, Channel, State
+from discord_emulator.state import (
+    ANNOUNCEMENT_THREAD,
+    DM,
+    FORUM,
+    NEWS,
+    PRIVATE_THREAD,
+    PUBLIC_THREAD,
+    Channel,
+    State,
+)
 from discord_emulator.validation import validate_message
 
 from .common import (
@@ -171,7 +181,8 @@ async def start_thread_from_message(request: web.Request) -> web.Response:
         channel,
         bot_id,
         str(body.get("name", "")),
-        thread_type=PUBLIC_THREAD,
+        # "The type of thread created matches the type of the parent channel" (Threads docs).
+        thread_type=ANNOUNCEMENT_THREAD if channel.type == NEWS else PUBLIC_THREAD,
         auto_archive_duration=body.get("auto_archive_duration"),
         from_message=msg,
         rate_limit_per_user=int(body.get("rate_limit_per_user") or 0),
@@ -259,7 +270,7 @@ async def add_thread_member(request: web.Request) -> web.Response:
     channel, bot_id, user_id = _thread_target(request)
     if not P.has(emu.permissions(channel, bot_id), P.SEND_MESSAGES_IN_THREADS):
         raise errors.missing_permissions()
-    emu.actions.add_thread_member(channel, user_id)
+    emu.actions.add_thread_member(channel, user_id, by=bot_id)
     return no_content()
 
 
@@ -272,20 +283,48 @@ async def remove_thread_member(request: web.Request) -> web.Response:
     own_private = channel.type == PRIVATE_THREAD and channel.owner_id == bot_id
     if not (manage or own_private):
         raise errors.missing_permissions()
-    emu.actions.remove_thread_member(channel, user_id)
+    emu.actions.remove_thread_member(channel, user_id, by=bot_id)
     return no_content()
 
 
 async def get_active_threads(request: web.Request) -> web.Response:
+    """List Active Guild Threads: the active threads the bot can see (a private one only as
+    its member or with Manage Threads), newest first, and a thread member object for each it
+    joined (https://discord.com/developers/docs/resources/guild#list-active-guild-threads)."""
     emu = emu_of(request)
-    guild, _ = bot_guild(request)
-    threads = [
-        c
-        for c in emu.state.channels.values()
-        if c.guild_id == guild.id and c.thread is not None and not c.thread.archived
-    ]
+    guild, bot_id = bot_guild(request)
+    threads = sorted(
+        (
+            c
+            for c in emu.state.channels.values()
+            if c.guild_id == guild.id
+            and c.thread is not None
+            and not c.thread.archived
+            and _can_see_thread(emu, c, bot_id)
+        ),
+        key=lambda t: t.id,
+        reverse=True,
+    )
     return json_response(
-        {"threads": [emu.state.channel_payload(t) for t in threads], "members": []}
+        {
+            "threads": [emu.state.channel_payload(t) for t in threads],
+            "members": [
+                _thread_member(emu.state, t, bot_id, False)
+                for t in threads
+                if bot_id in t.thread_member_ids
+            ],
+        }
+    )
+
+
+def _can_see_thread(emu: Hub, thread: Channel, user_id: int) -> bool:
+    perms = emu.permissions(thread, user_id)
+    if not P.has(perms, P.VIEW_CHANNEL):
+        return False
+    return (
+        thread.type != PRIVATE_THREAD
+        or user_id in thread.thread_member_ids
+        or P.has(perms, P.MANAGE_THREADS)
     )
 
 
