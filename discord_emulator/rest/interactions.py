@@ -15,6 +15,7 @@ from typing import Any
 from aiohttp import web
 
 from discord_emulator import errors
+from discord_emulator.component_limits import IS_COMPONENTS_V2, validate_modal
 from discord_emulator.state import (
     FLAG_EPHEMERAL,
     FLAG_LOADING,
@@ -23,12 +24,7 @@ from discord_emulator.state import (
     Interaction,
     Message,
 )
-from discord_emulator.validation import (
-    IS_COMPONENTS_V2,
-    validate_choices,
-    validate_message,
-    validate_modal,
-)
+from discord_emulator.validation import validate_choices, validate_message
 
 from .common import emu_of, json_response, no_content, read_body, snowflake
 from .messages import ensure_not_emptied

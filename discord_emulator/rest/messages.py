@@ -11,8 +11,9 @@ from aiohttp import web
 
 from discord_emulator import errors
 from discord_emulator import permissions as P
+from discord_emulator.component_limits import IS_COMPONENTS_V2
 from discord_emulator.state import CATEGORY, DM, FORUM, Channel, State
-from discord_emulator.validation import IS_COMPONENTS_V2, validate_message
+from discord_emulator.validation import validate_message
 
 from .common import (
     bot_channel,
