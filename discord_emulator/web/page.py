@@ -17,7 +17,7 @@ from aiohttp import web
 
 from discord_emulator.control import CONTROL_KEY, Control
 from discord_emulator.interaction_builder import InteractionBuilder
-from discord_emulator.state import DM, FLAG_LOADING, FORUM, TEXT, Channel, Message
+from discord_emulator.state import DM, FLAG_LOADING, FORUM, SENT_TYPES, TEXT, Channel, Message
 
 from .commandline import (
     CommandLineError,
@@ -37,8 +37,10 @@ STATIC_FILES = {
 }
 
 JobLookup = Callable[[str, int], Awaitable[dict[str, Any] | None]]
-"""``(job id, user id) -> {"state": ..., "events": [...]}``, or None when the user may not see
-it (the application's own data: the emulator knows nothing of jobs)."""
+"""``(job id, user id) -> {"id", "kind", "task", "events": [{"at", "from", "to", "actor",
+"by", "reason", "ignored"}]}``, or None when the user may not see it. It is the application's
+own record, shown as given: the page interprets none of its values (a job's state it learns, as
+a person would, from what the bot posts)."""
 
 
 @dataclass
@@ -48,7 +50,7 @@ class PageConfig:
     Attributes:
         viewers: user ids that can be acted as (the first is the default).
         title: the page's and the guild header's title.
-        jobs: reads a job's state and timeline for the page (``None``: job ids are plain text).
+        jobs: reads a job's timeline for the page (``None``: job ids are plain text).
         job_id_pattern: a JavaScript regular expression matching a whole job id in inline code.
     """
 
@@ -142,13 +144,33 @@ async def world(request: web.Request) -> web.Response:
 
 
 def message_view(emu: Control, msg: Message) -> dict[str, Any]:
-    """A message as the page draws it: Discord's payload plus version count and flags."""
+    """A message as the page draws it: Discord's payload plus version count and flags, and
+    for a message that started a thread the thread's newest message."""
     data = emu.state.message_payload(msg)
     data["ephemeral"] = msg.ephemeral
     data["loading"] = bool(msg.flags & FLAG_LOADING)
     data["version_count"] = len(msg.versions)
     data["command"] = _command_path(emu, msg)
+    data["thread_preview"] = thread_preview(emu, msg.thread_id) if msg.thread_id else None
     return data
+
+
+PREVIEW_LENGTH = 120
+
+
+def thread_preview(emu: Control, thread_id: int) -> dict[str, Any] | None:
+    """What Discord's client shows under a message that started a thread: the thread's newest
+    message (its author, and the first line of its text, cut at a word), or None."""
+    for mid in reversed(emu.state.channel_messages.get(thread_id, [])):
+        msg = emu.state.messages[mid]
+        if msg.deleted or msg.ephemeral or msg.type not in SENT_TYPES:
+            continue
+        line = msg.content.strip().split("\n", 1)[0]
+        if len(line) > PREVIEW_LENGTH:
+            line = line[:PREVIEW_LENGTH].rsplit(" ", 1)[0] + "…"
+        author = emu.state.users[msg.author_id].payload()
+        return {"author": author, "content": line}
+    return None
 
 
 def _command_path(emu: Control, msg: Message) -> str | None:

@@ -296,3 +296,41 @@ async def test_the_composer_offers_an_administrators_command_only_to_administrat
         handle = emu.state.interactions[int(answer["interaction_id"])]
         await emu.wait_until(lambda: handle.original_message_id, 5)
     assert emu.message(handle.original_message_id or 0).content == "purged"
+
+
+async def test_the_newest_message_of_a_thread_shows_under_the_message_that_started_it(
+    page_emu: tuple[Emulator, World, User],
+) -> None:
+    """As in Discord's client, a message that started a thread shows the thread's newest
+    message (its author and first line, cut at a word); the thread opens with the starter
+    (THREAD_STARTER_MESSAGE with the message it refers to). System messages are not previews."""
+    emu, world, bob = page_emu
+    base = f"{emu.base_url}/_emulator/page"
+    starter = emu.send_message(world.alice, world.channel, "let's discuss")
+    thread = emu.actions.create_thread(
+        world.channel, world.alice.id, "discussion", from_message=starter
+    )
+    async with aiohttp.ClientSession() as session:
+
+        async def view(channel_id: int) -> list[dict[str, Any]]:
+            url = f"{base}/channels/{channel_id}/messages?user_id={world.alice.id}"
+            async with session.get(url) as resp:
+                return list((await resp.json())["messages"])
+
+        async def preview() -> Any:
+            return (await view(world.channel.id))[0]["thread_preview"]
+
+        assert await preview() is None  # only the thread's starter so far
+        emu.send_message(bob, thread, "first line\nsecond line")
+        assert await preview() == {"author": bob.payload(), "content": "first line"}
+        emu.edit_thread(thread, name="renamed")  # a system message: not a preview
+        assert (await preview())["content"] == "first line"
+        words = "lorem ipsum dolor sit amet " * 8
+        emu.send_message(world.alice, thread, words)
+        shown = (await preview())["content"]
+        assert shown.endswith("…")
+        assert words.startswith(shown.removesuffix("…"))
+        assert words[len(shown) - 1] == " "  # cut between words
+        opening = (await view(thread.id))[0]
+    assert opening["type"] == 21
+    assert opening["referenced_message"]["content"] == "let's discuss"

@@ -11,7 +11,6 @@ const page = {
   // shown again, and "Dismiss message" hides one for good.
   loadedAt: Date.now(),
   dismissed: new Set(),
-  jobs: new Map(), // job id -> {state, ...} for the state chips on channel answers
   online: false,
 };
 
@@ -57,25 +56,26 @@ function channelMention(id) {
   return `<button type="button" class="thread-link inline" data-thread="${id}">#${escapeHtml(name)}</button>`;
 }
 
-// Icons drawn inline, so state icons need no emoji font (Debian's Chromium ships none).
+// The emoji bots post, drawn inline so they need no emoji font (Debian's Chromium ships none);
+// each is labelled with its emoji name, as Discord's client labels its emoji images.
 const svg = (label, body) =>
   `<svg class="icon" viewBox="0 0 20 20" role="img" aria-label="${label}">${body}</svg>`;
 const glyph = (fill, text) => `<circle cx="10" cy="10" r="9" fill="${fill}"/><text x="10" y="14.5"
   text-anchor="middle" font-size="13" font-weight="700" font-family="sans-serif" fill="#fff">${text}</text>`;
 const ICONS = {
-  "⏳": svg("queued", `<circle cx="10" cy="10" r="9" fill="#80848e"/><path d="M6.5 4.5h7M6.5 15.5h7M7
+  "⏳": svg(":hourglass_flowing_sand:", `<circle cx="10" cy="10" r="9" fill="#80848e"/><path d="M6.5 4.5h7M6.5 15.5h7M7
     5.2c0 3.3 6 3 6 4.8s-6 1.5-6 4.8M13 5.2c0 3.3-6 3-6 4.8s6 1.5 6 4.8" fill="none" stroke="#fff"
     stroke-width="1.5" stroke-linecap="round"/>`),
-  "▶": svg("running", '<rect x="1" y="1" width="18" height="18" rx="4" fill="#5865f2"/><path d="M7.5 5.5v9l7-4.5z" fill="#fff"/>'),
-  "🛑": svg("stopping", '<path d="M6.3 1h7.4L19 6.3v7.4L13.7 19H6.3L1 13.7V6.3z" fill="#da373c"/><rect x="5" y="8.7" width="10" height="2.6" rx="1" fill="#fff"/>'),
-  "✅": svg("succeeded", '<rect x="1" y="1" width="18" height="18" rx="4" fill="#248046"/><path d="M5.5 10.5l3 3 6-7" fill="none" stroke="#fff" stroke-width="2.4" stroke-linecap="round" stroke-linejoin="round"/>'),
-  "❌": svg("failed", '<path d="M4.5 4.5l11 11M15.5 4.5l-11 11" stroke="#f23f43" stroke-width="3.2" stroke-linecap="round"/>'),
-  "⛔": svg("cancelled", '<circle cx="10" cy="10" r="9" fill="#da373c"/><rect x="4.5" y="8.7" width="11" height="2.6" rx="1" fill="#fff"/>'),
-  "❓": svg("unknown", glyph("#e67e22", "?")),
-  "⚠": svg("warning", '<path d="M10 1.5L19 18H1z" fill="#f0b232"/><text x="10" y="16" text-anchor="middle" font-size="11" font-weight="700" font-family="sans-serif" fill="#1e1f22">!</text>'),
-  "🧵": svg("thread", '<path d="M3 4.5h14M3 10h14M3 15.5h9" stroke="currentColor" stroke-width="2" stroke-linecap="round"/>'),
-  "💬": svg("forum", '<path d="M3 3h14a1 1 0 0 1 1 1v9a1 1 0 0 1-1 1H8l-4 3.5V14H3a1 1 0 0 1-1-1V4a1 1 0 0 1 1-1z" fill="currentColor"/>'),
-  "👁": svg("seen by you only", '<path d="M1 10s3.5-6 9-6 9 6 9 6-3.5 6-9 6-9-6-9-6z" fill="none" stroke="currentColor" stroke-width="1.6"/><circle cx="10" cy="10" r="2.8" fill="currentColor"/>'),
+  "▶": svg(":arrow_forward:", '<rect x="1" y="1" width="18" height="18" rx="4" fill="#5865f2"/><path d="M7.5 5.5v9l7-4.5z" fill="#fff"/>'),
+  "🛑": svg(":octagonal_sign:", '<path d="M6.3 1h7.4L19 6.3v7.4L13.7 19H6.3L1 13.7V6.3z" fill="#da373c"/><rect x="5" y="8.7" width="10" height="2.6" rx="1" fill="#fff"/>'),
+  "✅": svg(":white_check_mark:", '<rect x="1" y="1" width="18" height="18" rx="4" fill="#248046"/><path d="M5.5 10.5l3 3 6-7" fill="none" stroke="#fff" stroke-width="2.4" stroke-linecap="round" stroke-linejoin="round"/>'),
+  "❌": svg(":x:", '<path d="M4.5 4.5l11 11M15.5 4.5l-11 11" stroke="#f23f43" stroke-width="3.2" stroke-linecap="round"/>'),
+  "⛔": svg(":no_entry:", '<circle cx="10" cy="10" r="9" fill="#da373c"/><rect x="4.5" y="8.7" width="11" height="2.6" rx="1" fill="#fff"/>'),
+  "❓": svg(":question:", glyph("#e67e22", "?")),
+  "⚠": svg(":warning:", '<path d="M10 1.5L19 18H1z" fill="#f0b232"/><text x="10" y="16" text-anchor="middle" font-size="11" font-weight="700" font-family="sans-serif" fill="#1e1f22">!</text>'),
+  "🧵": svg(":thread:", '<path d="M3 4.5h14M3 10h14M3 15.5h9" stroke="currentColor" stroke-width="2" stroke-linecap="round"/>'),
+  "💬": svg(":speech_balloon:", '<path d="M3 3h14a1 1 0 0 1 1 1v9a1 1 0 0 1-1 1H8l-4 3.5V14H3a1 1 0 0 1-1-1V4a1 1 0 0 1 1-1z" fill="currentColor"/>'),
+  "👁": svg(":eye:", '<path d="M1 10s3.5-6 9-6 9 6 9 6-3.5 6-9 6-9-6-9-6z" fill="none" stroke="currentColor" stroke-width="1.6"/><circle cx="10" cy="10" r="2.8" fill="currentColor"/>'),
 };
 const ICON_RE = /(⏳|▶|🛑|✅|❌|⛔|❓|⚠|🧵|💬|👁)\uFE0F?/gu;
 
@@ -173,43 +173,68 @@ function renderComponents(rows) {
     }).join("")}</div>`).join("");
 }
 
-function firstJobId(msg) {
-  const isJob = jobIdPattern();
-  if (!isJob) return null;
-  const found = [...String(msg.content || "").matchAll(/`([^`]+)`/g)].find((m) => isJob.test(m[1]));
-  return found ? found[1] : null;
+// Discord's system messages, each one line (Message resource: Message Types).
+function systemLine(msg) {
+  const who = `<b>${escapeHtml(msg.author.global_name || msg.author.username)}</b>`;
+  const target = msg.mentions && msg.mentions[0] ? mention(msg.mentions[0].id) : "someone";
+  const ref = msg.message_reference || {};
+  const lines = {
+    1: `${who} added ${target} to the thread.`,
+    2: `${who} removed ${target} from the thread.`,
+    4: `${who} changed the thread name: <b>${escapeHtml(msg.content)}</b>`,
+    6: `${who} pinned a message to this channel.`,
+    7: `${who} joined the server.`,
+    18: `${ICONS["🧵"]} ${who} started a thread: <button type="button" class="thread-link"
+      data-thread="${escapeHtml(ref.channel_id || "")}"><span class="thread-name">${
+      escapeHtml(msg.content)}</span></button>`,
+  };
+  return `<div class="system-line">${lines[msg.type] || escapeHtml(msg.content)}</div>`;
+}
+
+const SYSTEM_TYPES = new Set([1, 2, 4, 6, 7, 18]);
+
+// What Discord's client shows under a message that started a thread: a link to the thread and
+// the thread's newest message, one line, as the bot (or a person) wrote it.
+function threadLine(msg) {
+  const preview = msg.thread_preview;
+  const latest = preview ? `<span class="thread-preview"><b>${escapeHtml(
+    preview.author.global_name || preview.author.username)}</b> ${markdown(preview.content)}</span>` : "";
+  return `<div class="thread-line"><button type="button" class="thread-link" data-thread="${msg.thread.id}">${
+    ICONS["🧵"]}<span class="thread-name">${escapeHtml(msg.thread.name)}</span> ›</button>${latest}</div>`;
+}
+
+function messageBody(msg) {
+  const author = msg.author;
+  const edited = msg.edited_timestamp
+    ? `<span class="edited" title="${msg.version_count} versions">(edited)</span>` : "";
+  const body = msg.loading
+    ? `<div class="content">${escapeHtml(author.username)} is thinking…</div>`
+    : `<div class="content">${markdown(msg.content)}</div>`;
+  return `<div class="avatar" style="background:${colorFor(author.id)}">${
+    escapeHtml(author.username.slice(0, 1).toUpperCase())}</div>
+    <div class="head"><span class="author">${escapeHtml(author.global_name || author.username)}</span>
+    ${author.bot ? '<span class="tag">APP</span>' : ""}<time>${timeOf(msg.timestamp)}</time>${edited}</div>
+    ${body}${(msg.embeds || []).map(renderEmbed).join("")}`;
+}
+
+// A thread started from a message opens with it (THREAD_STARTER_MESSAGE refers to it).
+function renderStarter(msg) {
+  const starter = msg.referenced_message;
+  if (!starter) return `<div class="system-line">The message this thread started from was deleted.</div>`;
+  return `<div class="message">${messageBody(starter)}</div>`;
 }
 
 function renderMessage(msg) {
-  if (msg.type === 18) {
-    return `<div class="system-line">${ICONS["🧵"]} <b>${escapeHtml(msg.author.username)}</b> started a thread:
-      <button type="button" class="thread-link" data-thread="${msg.thread ? msg.thread.id : ""}"><span
-      class="thread-name">${escapeHtml(msg.content)}</span></button></div>`;
-  }
-  const author = msg.author;
+  if (SYSTEM_TYPES.has(msg.type)) return systemLine(msg);
+  if (msg.type === 21) return renderStarter(msg);
   const meta = msg.interaction_metadata;
   const command = msg.command || (meta && meta.name);
   const used = meta && command
     ? `<div class="used">↳ <b>${escapeHtml(meta.user.username)}</b> used <b class="command">/${escapeHtml(command)}</b></div>` : "";
-  const body = msg.loading
-    ? `<div class="content">${escapeHtml(author.username)} is thinking…</div>`
-    : `<div class="content">${markdown(msg.content)}</div>`;
-  const edited = msg.edited_timestamp
-    ? `<span class="edited" title="${msg.version_count} versions">(edited)</span>` : "";
-  const job = msg.thread ? firstJobId(msg) : null;
-  const chip = job ? `<span class="job-state" data-job-state="${escapeHtml(job)}"></span>` : "";
-  const thread = msg.thread
-    ? `<div class="thread-line"><button type="button" class="thread-link" data-thread="${msg.thread.id}">${
-      ICONS["🧵"]}<span class="thread-name">${escapeHtml(msg.thread.name)}</span> ›</button>${chip}</div>` : "";
   const note = msg.ephemeral
     ? `<div class="ephemeral-note">${ICONS["👁"]} Only you can see this ·
        <button type="button" class="dismiss" data-dismiss="${msg.id}">Dismiss message</button></div>` : "";
-  return `${used}<div class="avatar" style="background:${colorFor(author.id)}">${
-    escapeHtml(author.username.slice(0, 1).toUpperCase())}</div>
-    <div class="head"><span class="author">${escapeHtml(author.global_name || author.username)}</span>
-    ${author.bot ? '<span class="tag">APP</span>' : ""}<time>${timeOf(msg.timestamp)}</time>${edited}</div>
-    ${body}${(msg.embeds || []).map(renderEmbed).join("")}${renderComponents(msg.components)}
-    ${thread}${note}`;
+  return `${used}${messageBody(msg)}${renderComponents(msg.components)}${msg.thread ? threadLine(msg) : ""}${note}`;
 }
 
 // Whether the acting user sees a message now: an ephemeral one only in the session it arrived
@@ -219,42 +244,7 @@ function shown(msg) {
   return !page.dismissed.has(msg.id) && Date.parse(msg.timestamp) >= page.loadedAt;
 }
 
-// ----- job state chips and the timeline --------------------------------------------------------
-
-let chipTimer = null;
-
-function refreshJobStates() {
-  clearTimeout(chipTimer);
-  chipTimer = setTimeout(async () => {
-    const ids = new Set([...document.querySelectorAll("[data-job-state]")].map((el) => el.dataset.jobState));
-    await Promise.all([...ids].map(async (id) => {
-      try {
-        page.jobs.set(id, await api(`/_emulator/page/jobs/${encodeURIComponent(id)}?user_id=${page.userId}`));
-      } catch (err) {
-        page.jobs.delete(id);
-      }
-    }));
-    drawJobStates();
-  }, 250);
-}
-
-const STATE_ICONS = {
-  queued: "⏳", running: "▶", cancelling: "🛑", succeeded: "✅", failed: "❌", cancelled: "⛔", unknown: "❓",
-};
-
-// The bot's answer names the job's state; while the job runs, the chip beside its thread link
-// adds how far it got ("4 of 60"), live.
-function drawJobStates() {
-  for (const el of document.querySelectorAll("[data-job-state]")) {
-    const job = page.jobs.get(el.dataset.jobState);
-    const live = job && !job.finished;
-    const progress = live && job.progress && job.progress.total
-      ? `${job.progress.done} of ${job.progress.total}` : "";
-    const html = live ? `${ICONS[STATE_ICONS[job.state]] || ""}<span>${
-      escapeHtml(progress || job.state)}</span>` : "";
-    if (el.innerHTML !== html) { el.innerHTML = html; el.dataset.state = job ? job.state : ""; }
-  }
-}
+// ----- the timeline: the application's own record of a job, shown as given ------------------
 
 function who(event) {
   const id = String(event.by || "").replace(/^discord:/, "");
@@ -271,12 +261,10 @@ async function openTimeline(jobId) {
   if (!dialog.open) dialog.showModal();
   try {
     const job = await api(`/_emulator/page/jobs/${encodeURIComponent(jobId)}?user_id=${page.userId}`);
-    $("#timeline-title").innerHTML = `${ICONS[STATE_ICONS[job.state]] || ""} Job <code>${
-      escapeHtml(job.id)}</code> · ${escapeHtml(job.kind)} · <b>${escapeHtml(job.state)}</b>`;
+    $("#timeline-title").innerHTML = `Job <code>${escapeHtml(job.id)}</code> · ${escapeHtml(job.kind)}`;
     const rows = job.events.map((e) => {
       const at = Date.parse(e.at) / 1000;
-      const what = `${e.from ? `${ICONS[STATE_ICONS[e.from]] || ""}${escapeHtml(e.from)} → ` : ""}${
-        ICONS[STATE_ICONS[e.to]] || ""}<b>${escapeHtml(e.to)}</b>`;
+      const what = `${e.from ? `${escapeHtml(e.from)} → ` : ""}<b>${escapeHtml(e.to)}</b>`;
       return `<tr class="event${e.ignored ? " ignored" : ""}">
         <td class="when">${timestamp(Math.floor(at), "T")}<br><span class="muted">${
           new Date(e.at).toLocaleDateString()}</span></td>
@@ -318,7 +306,7 @@ class Pane {
     // A pane that changes size (the thread pane opening beside it, a narrower window) re-wraps
     // its messages; keep the newest in view.
     new ResizeObserver(() => this.follow()).observe(this.list);
-    // ...and so does anything drawn into it later (a job's state chip, a dismissed answer).
+    // ...and so does anything drawn into it later (a thread's newest message, a dismissed answer).
     new MutationObserver(() => this.follow()).observe(this.list, { childList: true, subtree: true });
   }
 
@@ -379,7 +367,10 @@ class Pane {
     let previous = null;
     for (const msg of messages) {
       seen.add(msg.id);
-      const revision = `${msg.version_count}:${msg.flags}:${msg.loading}:${msg.thread ? msg.thread.name : ""}:${msg.command}`;
+      const preview = msg.thread_preview ? `${msg.thread_preview.author.id}:${msg.thread_preview.content}` : "";
+      // A thread's starter is drawn from the message it refers to, which may change meanwhile.
+      const starter = msg.referenced_message && msg.type === 21 ? msg.referenced_message.edited_timestamp : "";
+      const revision = `${msg.version_count}:${msg.flags}:${msg.loading}:${msg.thread ? msg.thread.name : ""}:${msg.command}:${preview}:${starter}`;
       let el = this.list.querySelector(`[data-id="${msg.id}"]`);
       if (!el) {
         el = document.createElement("li");
@@ -388,7 +379,8 @@ class Pane {
       }
       if (this.revisions.get(msg.id) !== revision) {
         const wasDrawn = this.revisions.has(msg.id);
-        el.className = "message" + (msg.type === 18 ? " system" : "") +
+        // A thread's starter is drawn as the message it refers to, not as a message of its own.
+        el.className = msg.type === 21 ? "starter" : "message" + (SYSTEM_TYPES.has(msg.type) ? " system" : "") +
           (msg.ephemeral ? " ephemeral" : "") + (msg.loading ? " loading" : "");
         el.dataset.author = msg.author.id;
         el.dataset.versions = msg.version_count;
@@ -407,8 +399,6 @@ class Pane {
     } else if (!messages.length) {
       this.list.innerHTML = `<li class="empty">No messages yet. Try /summon.</li>`;
     }
-    drawJobStates();
-    refreshJobStates();
     this.follow();
   }
 
@@ -744,14 +734,16 @@ let worldTimer = null;
 function onEvent(event) {
   if (MESSAGE_EVENTS.has(event.kind)) {
     const channelId = event.extra.channel_id || event.data.channel_id;
+    // A thread's newest message shows under the message that started it, in the parent.
+    const thread = page.world && page.world.channels.flatMap((c) => c.threads).find((t) => t.id === channelId);
+    const parentId = thread ? thread.parent_id : null;
     for (const pane of Object.values(page.panes)) {
-      if (pane.channelId === channelId) pane.refresh();
+      if (pane.channelId === channelId || pane.channelId === parentId) pane.refresh();
     }
     if (event.kind === "message_update") {
       // A thread's name shows on its starter message; other panes may show the parent.
       for (const pane of Object.values(page.panes)) if (pane.channelId !== channelId) pane.refresh();
     }
-    refreshJobStates();
   } else if (CHANNEL_EVENTS.has(event.kind) || event.kind === "restart") {
     clearTimeout(worldTimer);
     worldTimer = setTimeout(async () => {
