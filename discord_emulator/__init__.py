@@ -15,9 +15,7 @@ from .control import DEFAULT_BOT_PERMISSIONS, InteractionHandle
 from .errors import DiscordError
 from .events import EmulatorEvent, Subscription
 from .interaction_builder import InteractionRefused
-from .ratelimit import Limit, RateLimitConfig
-from .server import Emulator, EmulatorConfig, RequestRecord
-from .state import (
+from .models import (
     DM,
     FORUM,
     PRIVATE_THREAD,
@@ -33,6 +31,8 @@ from .state import (
     Role,
     User,
 )
+from .ratelimit import Limit, RateLimitConfig
+from .server import Emulator, EmulatorConfig, RequestRecord
 
 __all__ = [
     "DEFAULT_BOT_PERMISSIONS",

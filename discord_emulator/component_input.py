@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 from .component_limits import MAX_TEXT_INPUT
 from .interaction_builder import InteractionBuilder, InteractionRefused, ref_id
-from .state import Channel
+from .models import Channel
 from .validation import MAX_UPLOAD_BYTES
 
 # https://discord.com/developers/docs/components/reference#component-object-component-types

@@ -18,7 +18,7 @@ from aiohttp import WSCloseCode, WSMsgType, web
 
 from .component_input import Upload
 from .control import CONTROL_KEY, Control, InteractionHandle
-from .state import TEXT
+from .models import TEXT
 
 # The open event streams, closed when the emulator stops (see close_event_streams).
 EVENT_STREAMS: web.AppKey[weakref.WeakSet[web.WebSocketResponse]] = web.AppKey(

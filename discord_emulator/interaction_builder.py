@@ -17,17 +17,8 @@ import secrets
 from typing import Any
 
 from . import permissions as P
-from .state import (
-    Application,
-    Channel,
-    Guild,
-    Interaction,
-    Member,
-    Message,
-    Role,
-    State,
-    User,
-)
+from .models import Application, Channel, Guild, Interaction, Member, Message, Role, User
+from .state import State
 from .validation import MAX_UPLOAD_BYTES
 
 Ref = int | User | Member | Role | Channel | Guild | Message | Application

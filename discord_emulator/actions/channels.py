@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from discord_emulator.state import MSG_CHANNEL_NAME_CHANGE, Channel, Guild
+from discord_emulator.models import MSG_CHANNEL_NAME_CHANGE, Channel, Guild
 
 from .threads import ThreadActions
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from discord_emulator.state import Member
+from discord_emulator.models import Member
 
 from .base import ActionsBase
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from discord_emulator import errors, mentions
-from discord_emulator.state import (
+from discord_emulator.models import (
     MSG_DEFAULT,
     MSG_REPLY,
     MSG_THREAD_STARTER_MESSAGE,

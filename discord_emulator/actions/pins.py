@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from discord_emulator import errors
-from discord_emulator.state import MSG_CHANNEL_PINNED_MESSAGE, Channel, Message
+from discord_emulator.models import MSG_CHANNEL_PINNED_MESSAGE, Channel, Message
 
 from .messages import MessageActions
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from discord_emulator import errors
-from discord_emulator.state import Message, emoji_payload
+from discord_emulator.models import Message, emoji_payload
 
 from .base import ActionsBase
 

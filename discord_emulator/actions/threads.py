@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from discord_emulator import errors
-from discord_emulator.state import (
+from discord_emulator.models import (
     DM,
     FLAG_HAS_THREAD,
     FORUM,

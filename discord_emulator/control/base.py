@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from discord_emulator.hub import Hub
-from discord_emulator.state import Application, Guild, User, make_token
+from discord_emulator.models import Application, Guild, User, make_token
 
 
 class ControlBase(Hub):

@@ -22,7 +22,7 @@ from discord_emulator.interaction_builder import (
     find_component,
     ref_id,
 )
-from discord_emulator.state import FLAG_LOADING, Channel, Interaction, Message
+from discord_emulator.models import FLAG_LOADING, Channel, Interaction, Message
 
 from .reading import ReadingControl
 

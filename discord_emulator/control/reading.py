@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 from discord_emulator.events import EmulatorEvent, Subscription
 from discord_emulator.interaction_builder import Ref, ref_id
-from discord_emulator.state import DM, Channel, Message
+from discord_emulator.models import DM, Channel, Message
 
 from .base import ControlBase
 

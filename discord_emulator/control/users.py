@@ -8,7 +8,7 @@ from typing import Any
 from discord_emulator import errors
 from discord_emulator import permissions as P
 from discord_emulator.interaction_builder import Ref, ref_id
-from discord_emulator.state import Message
+from discord_emulator.models import Message
 
 from .base import ControlBase
 

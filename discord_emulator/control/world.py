@@ -8,7 +8,7 @@ from typing import Any
 
 from discord_emulator import permissions as P
 from discord_emulator.interaction_builder import Ref, ref_id
-from discord_emulator.state import (
+from discord_emulator.models import (
     FORUM,
     MSG_USER_JOIN,
     SUPPRESS_JOIN_NOTIFICATIONS,

@@ -13,7 +13,7 @@ from aiohttp import web
 from discord_emulator import errors
 from discord_emulator import permissions as P
 from discord_emulator.actions import AUTO_ARCHIVE_DURATIONS
-from discord_emulator.state import DM
+from discord_emulator.models import DM
 
 from .common import (
     acting_app,

@@ -14,7 +14,7 @@ from aiohttp import web
 from discord_emulator import errors
 from discord_emulator.command_limits import validate_commands
 from discord_emulator.hub import Hub
-from discord_emulator.state import Application
+from discord_emulator.models import Application
 
 from .common import acting_app, emu_of, json_response, read_body, snowflake
 

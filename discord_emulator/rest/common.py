@@ -14,7 +14,7 @@ from discord_emulator.actions import UploadedFile
 from discord_emulator.hub import Hub
 from discord_emulator.intents import MESSAGE_CONTENT
 from discord_emulator.message_content import redact
-from discord_emulator.state import DM, Application, Channel, Guild, Message
+from discord_emulator.models import DM, Application, Channel, Guild, Message
 from discord_emulator.validation import validate_upload_sizes
 
 EMU_KEY: web.AppKey[Hub] = web.AppKey("discord_emulator")

@@ -12,7 +12,7 @@ from aiohttp import web
 
 from discord_emulator import errors
 from discord_emulator import permissions as P
-from discord_emulator.state import CATEGORY, FORUM, TEXT, VOICE, Channel, Overwrite
+from discord_emulator.models import CATEGORY, FORUM, TEXT, VOICE, Channel, Overwrite
 
 from .common import bot_guild, emu_of, json_response, read_body
 

@@ -16,7 +16,7 @@ from aiohttp import web
 
 from discord_emulator import errors
 from discord_emulator.component_limits import IS_COMPONENTS_V2, validate_modal
-from discord_emulator.state import (
+from discord_emulator.models import (
     FLAG_EPHEMERAL,
     FLAG_LOADING,
     MSG_CHAT_INPUT_COMMAND,

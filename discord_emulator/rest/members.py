@@ -17,7 +17,7 @@ from discord_emulator import errors
 from discord_emulator import permissions as P
 from discord_emulator.hub import Hub
 from discord_emulator.intents import GUILD_MEMBERS
-from discord_emulator.state import Guild, Member
+from discord_emulator.models import Guild, Member
 
 from .common import (
     acting_app,

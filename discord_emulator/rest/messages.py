@@ -12,7 +12,8 @@ from aiohttp import web
 from discord_emulator import errors
 from discord_emulator import permissions as P
 from discord_emulator.component_limits import IS_COMPONENTS_V2
-from discord_emulator.state import CATEGORY, DM, FORUM, Channel, State
+from discord_emulator.models import CATEGORY, DM, FORUM, Channel
+from discord_emulator.state import State
 from discord_emulator.validation import validate_message
 
 from .common import (

@@ -19,7 +19,7 @@ from aiohttp import web
 
 from discord_emulator import errors
 from discord_emulator import permissions as P
-from discord_emulator.state import DM, Channel, Message
+from discord_emulator.models import DM, Channel, Message
 
 from .common import (
     bot_channel,

@@ -24,7 +24,7 @@ from discord_emulator import errors
 from discord_emulator import permissions as P
 from discord_emulator.hub import Hub
 from discord_emulator.intents import GUILD_MEMBERS
-from discord_emulator.state import (
+from discord_emulator.models import (
     ANNOUNCEMENT_THREAD,
     DM,
     FORUM,
@@ -32,8 +32,8 @@ from discord_emulator.state import (
     PRIVATE_THREAD,
     PUBLIC_THREAD,
     Channel,
-    State,
 )
+from discord_emulator.state import State
 from discord_emulator.validation import validate_message
 
 from .common import (

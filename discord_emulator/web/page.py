@@ -17,7 +17,7 @@ from aiohttp import web
 
 from discord_emulator.control import CONTROL_KEY, Control
 from discord_emulator.interaction_builder import InteractionBuilder
-from discord_emulator.state import DM, FLAG_LOADING, FORUM, SENT_TYPES, TEXT, Channel, Message
+from discord_emulator.models import DM, FLAG_LOADING, FORUM, SENT_TYPES, TEXT, Channel, Message
 
 from .commandline import (
     CommandLineError,
@@ -31,6 +31,9 @@ from .commandline import (
 )
 
 STATIC_FILES = {
+    "text.js": "text/javascript",
+    "messages.js": "text/javascript",
+    "composer.js": "text/javascript",
     "page.js": "text/javascript",
     "page.css": "text/css",
     "favicon.svg": "image/svg+xml",

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from discord_emulator.state import Channel
+from discord_emulator import Channel
 from jobs.transport import Worker
 from tests.support.polling import poll
 

@@ -245,7 +245,7 @@ async def test_page_serves_its_files_without_external_assets(
         async with session.get(emu.base_url + "/") as resp:
             html = await resp.text()
         assert "<title>Sandbox</title>" in html
-        for name in ("page.js", "page.css"):
+        for name in ("text.js", "messages.js", "composer.js", "page.js", "page.css"):
             async with session.get(f"{emu.base_url}/_page/{name}") as resp:
                 assert resp.status == 200
                 text = await resp.text()

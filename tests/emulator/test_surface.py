@@ -18,7 +18,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from discord_emulator import Emulator, InteractionRefused, intents, permissions
-from discord_emulator.state import MSG_THREAD_CREATED
+from discord_emulator.models import MSG_THREAD_CREATED
 from discord_emulator.testing import running_bot
 from discord_emulator.validation import MAX_UPLOAD_BYTES
 

@@ -12,7 +12,7 @@ import pytest
 from discord.ext import commands
 
 from discord_emulator import DEFAULT_BOT_PERMISSIONS, Emulator, permissions
-from discord_emulator.state import NEWS
+from discord_emulator.models import NEWS
 from discord_emulator.testing import running_bot
 
 from .conftest import World, make_bot
