@@ -46,6 +46,23 @@ def _bad_length(path: list[str | int], low: int, high: int) -> dict[str, Any]:
     )
 
 
+def _name_and_description_errors(item: dict[str, Any], path: list[str | int]) -> dict[str, Any]:
+    """A slash command's or option's name (lowercase, the allowed characters, 1-32) and its
+    description (1-100)."""
+    problems: dict[str, Any] = {}
+    if not _valid_name(item.get("name")):
+        errors.merge_errors(
+            problems,
+            errors.field_error(
+                [*path, "name"], "APPLICATION_COMMAND_INVALID_NAME", "Command name is invalid"
+            ),
+        )
+    description = item.get("description")
+    if not isinstance(description, str) or not 1 <= len(description) <= 100:
+        errors.merge_errors(problems, _bad_length([*path, "description"], 1, 100))
+    return problems
+
+
 def _options_errors(options: Any, path: list[str | int]) -> dict[str, Any]:
     problems: dict[str, Any] = {}
     if not isinstance(options, list):
@@ -60,16 +77,7 @@ def _options_errors(options: Any, path: list[str | int]) -> dict[str, Any]:
         if not isinstance(opt, dict):
             continue
         here: list[str | int] = [*path, j]
-        if not _valid_name(opt.get("name")):
-            errors.merge_errors(
-                problems,
-                errors.field_error(
-                    [*here, "name"], "APPLICATION_COMMAND_INVALID_NAME", "Command name is invalid"
-                ),
-            )
-        description = opt.get("description")
-        if not isinstance(description, str) or not 1 <= len(description) <= 100:
-            errors.merge_errors(problems, _bad_length([*here, "description"], 1, 100))
+        errors.merge_errors(problems, _name_and_description_errors(opt, here))
         otype = opt.get("type")
         if otype in (SUB_COMMAND, SUB_COMMAND_GROUP):
             errors.merge_errors(problems, _options_errors(opt.get("options"), [*here, "options"]))
@@ -154,16 +162,7 @@ def _command_errors(cmd: dict[str, Any], path: list[str | int]) -> dict[str, Any
                 f"Command exceeds maximum size ({MAX_COMMAND_SIZE})",
             ),
         )
-    if not _valid_name(cmd.get("name")):
-        errors.merge_errors(
-            problems,
-            errors.field_error(
-                [*path, "name"], "APPLICATION_COMMAND_INVALID_NAME", "Command name is invalid"
-            ),
-        )
-    description = cmd.get("description")
-    if not isinstance(description, str) or not 1 <= len(description) <= 100:
-        errors.merge_errors(problems, _bad_length([*path, "description"], 1, 100))
+    errors.merge_errors(problems, _name_and_description_errors(cmd, path))
     errors.merge_errors(problems, _options_errors(cmd.get("options"), [*path, "options"]))
     return problems
 

@@ -219,21 +219,7 @@ class MessageActions(ActionsBase):
                     channel.total_message_sent += 1
                 if msg_type in SENT_TYPES:
                     self.join_by_posting(channel, author_id)
-        if dispatch and not msg.ephemeral:
-            self.emu.gateway.dispatch(
-                "MESSAGE_CREATE",
-                self.state.gateway_message_payload(msg),
-                guild_id=channel.guild_id,
-                channel_type=channel.type,
-                channel_id=channel.id,
-            )
-        self.publish(
-            "message_create",
-            self.state.message_payload(msg),
-            channel_id=channel.id,
-            message_id=mid,
-            ephemeral=msg.ephemeral,
-        )
+        self.announce("MESSAGE_CREATE", msg, dispatch=dispatch)
         return msg
 
     def post_system_message(
@@ -299,22 +285,28 @@ class MessageActions(ActionsBase):
         msg.flags &= ~clear_flags
         msg.edited_at = now
         msg.snapshot(now)
-        if not msg.ephemeral:
+        self.announce("MESSAGE_UPDATE", msg)
+        return msg
+
+    def announce(self, event: str, msg: Message, *, dispatch: bool = True) -> None:
+        """Send MESSAGE_CREATE or MESSAGE_UPDATE for ``msg`` to the bots (an ephemeral message
+        reaches none: it lives in its interaction) and publish it to tests and viewers."""
+        channel = self.state.channels[msg.channel_id]
+        if dispatch and not msg.ephemeral:
             self.emu.gateway.dispatch(
-                "MESSAGE_UPDATE",
+                event,
                 self.state.gateway_message_payload(msg),
                 guild_id=channel.guild_id,
                 channel_type=channel.type,
                 channel_id=channel.id,
             )
         self.publish(
-            "message_update",
+            event.lower(),
             self.state.message_payload(msg),
-            channel_id=msg.channel_id,
+            channel_id=channel.id,
             message_id=msg.id,
             ephemeral=msg.ephemeral,
         )
-        return msg
 
     def delete_message(self, msg: Message) -> None:
         msg.deleted_at = self.clock.time()

@@ -116,20 +116,7 @@ class ThreadActions(MessageActions):
         parent = self.state.channels[starter.channel_id]
         starter.thread_id = thread.id
         starter.flags |= FLAG_HAS_THREAD
-        self.emu.gateway.dispatch(
-            "MESSAGE_UPDATE",
-            self.state.gateway_message_payload(starter),
-            guild_id=parent.guild_id,
-            channel_type=parent.type,
-            channel_id=parent.id,
-        )
-        self.publish(
-            "message_update",
-            self.state.message_payload(starter),
-            channel_id=parent.id,
-            message_id=starter.id,
-            ephemeral=False,
-        )
+        self.announce("MESSAGE_UPDATE", starter)
         self.post_system_message(
             thread,
             starter.author_id,

@@ -12,7 +12,7 @@ from aiohttp import BodyPartReader, web
 from discord_emulator import errors
 from discord_emulator.actions import UploadedFile
 from discord_emulator.hub import Hub
-from discord_emulator.intents import MESSAGE_CONTENT
+from discord_emulator.intents import GUILD_MEMBERS, MESSAGE_CONTENT
 from discord_emulator.message_content import redact
 from discord_emulator.models import DM, Application, Channel, Guild, Message
 from discord_emulator.validation import validate_upload_sizes
@@ -164,3 +164,11 @@ def bot_guild(request: web.Request) -> tuple[Guild, int]:
     if bot_id not in guild.members:
         raise errors.missing_access()
     return guild, bot_id
+
+
+def require_members_intent(request: web.Request) -> None:
+    """Listing guild or thread members "requires the GUILD_MEMBERS Privileged Intent" enabled
+    for the application (https://discord.com/developers/docs/resources/guild#list-guild-members;
+    channel#list-thread-members); without it Discord answers 50001 Missing Access (observed)."""
+    if not acting_app(request).privileged_intents & GUILD_MEMBERS:
+        raise errors.missing_access()

@@ -16,17 +16,16 @@ from aiohttp import web
 from discord_emulator import errors
 from discord_emulator import permissions as P
 from discord_emulator.hub import Hub
-from discord_emulator.intents import GUILD_MEMBERS
 from discord_emulator.models import Guild, Member
 
 from .common import (
-    acting_app,
     bot_guild,
     emu_of,
     json_response,
     no_content,
     query_limit,
     read_body,
+    require_members_intent,
     snowflake,
 )
 
@@ -43,11 +42,7 @@ async def get_member(request: web.Request) -> web.Response:
 async def list_members(request: web.Request) -> web.Response:
     emu = emu_of(request)
     guild, _ = bot_guild(request)
-    if not acting_app(request).privileged_intents & GUILD_MEMBERS:
-        # "This endpoint requires the GUILD_MEMBERS Privileged Intent"
-        # (https://discord.com/developers/docs/resources/guild#list-guild-members); without it
-        # enabled for the application Discord answers 50001 Missing Access (observed).
-        raise errors.missing_access()
+    require_members_intent(request)
     limit = query_limit(request, 1, 1000)
     after = int(request.query.get("after", 0))
     members = sorted(

@@ -23,7 +23,6 @@ from aiohttp import web
 from discord_emulator import errors
 from discord_emulator import permissions as P
 from discord_emulator.hub import Hub
-from discord_emulator.intents import GUILD_MEMBERS
 from discord_emulator.models import (
     ANNOUNCEMENT_THREAD,
     DM,
@@ -47,6 +46,7 @@ from .common import (
     no_content,
     query_limit,
     read_body,
+    require_members_intent,
     snowflake,
 )
 
@@ -91,8 +91,7 @@ async def get_thread_member(request: web.Request) -> web.Response:
 async def list_thread_members(request: web.Request) -> web.Response:
     emu = emu_of(request)
     thread, _ = _thread_of(request)
-    if not acting_app(request).privileged_intents & GUILD_MEMBERS:
-        raise errors.missing_access()
+    require_members_intent(request)
     limit = query_limit(request, 100, 100)
     after = int(request.query.get("after", 0))
     ids = sorted(u for u in thread.thread_member_ids if u > after)[:limit]
@@ -165,14 +164,20 @@ async def joined_private_archived(request: web.Request) -> web.Response:
     return _archived(request, channel, PRIVATE_THREAD, joined_by=bot_id)
 
 
-async def start_thread_from_message(request: web.Request) -> web.Response:
-    emu = emu_of(request)
+def _thread_parent(request: web.Request) -> tuple[Channel, int]:
+    """The channel a thread is started in: not a DM (50003), not a thread (threads do not nest;
+    Discord reports the parent's type as invalid, 50024)."""
     channel, bot_id = bot_channel(request)
     if channel.type == DM:
         raise errors.cannot_dm_channel()
     if channel.is_thread:
-        # Threads cannot be nested; Discord reports the parent type as invalid.
         raise errors.DiscordError(400, 50024, "Cannot execute action on this channel type")
+    return channel, bot_id
+
+
+async def start_thread_from_message(request: web.Request) -> web.Response:
+    emu = emu_of(request)
+    channel, bot_id = _thread_parent(request)
     msg = get_message(emu, channel.id, snowflake(request, "message_id"))
     if not P.has(emu.permissions(channel, bot_id), P.CREATE_PUBLIC_THREADS):
         raise errors.missing_permissions()
@@ -192,11 +197,7 @@ async def start_thread_from_message(request: web.Request) -> web.Response:
 
 async def start_thread(request: web.Request) -> web.Response:
     emu = emu_of(request)
-    channel, bot_id = bot_channel(request)
-    if channel.type == DM:
-        raise errors.cannot_dm_channel()
-    if channel.is_thread:
-        raise errors.DiscordError(400, 50024, "Cannot execute action on this channel type")
+    channel, bot_id = _thread_parent(request)
     perms = emu.permissions(channel, bot_id)
     body, files = await read_body(request)
     name = str(body.get("name", ""))
