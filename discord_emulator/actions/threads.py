@@ -230,17 +230,14 @@ class ThreadActions(MessageActions):
         (https://discord.com/developers/docs/resources/channel#join-thread, #add-thread-member;
         topics/threads#new-message-types)."""
         self._writable_members(thread)
-        if by is None or by == user_id:
-            thread.thread_member_ids.add(user_id)
-            self._joined_app(thread, user_id)
-            self._members_update(thread, added=(user_id,))
-            return
-        if user_id in thread.thread_member_ids:
+        by_another = by is not None and by != user_id
+        if by_another and user_id in thread.thread_member_ids:
             return
         thread.thread_member_ids.add(user_id)
         self._joined_app(thread, user_id)
         self._members_update(thread, added=(user_id,))
-        self.post_system_message(thread, by, MSG_RECIPIENT_ADD, mention_ids=(user_id,))
+        if by is not None and by_another:
+            self.post_system_message(thread, by, MSG_RECIPIENT_ADD, mention_ids=(user_id,))
 
     def remove_thread_member(self, thread: Channel, user_id: int, *, by: int | None = None) -> None:
         """Remove a member (Leave Thread, or Remove Thread Member ``by`` another user, which
