@@ -37,8 +37,7 @@ with warnings.catch_warnings():
     import discord  # noqa: F401  (imported quietly: discord.py imports audioop)
 
 from bench.common import fresh_db, quantile, server_dsn
-from discord_emulator import Emulator, EmulatorConfig
-from discord_emulator.state import Channel, User
+from discord_emulator import Channel, Emulator, EmulatorConfig, User
 from jobs.engine.db import create_pool
 
 SHARDS = 4

@@ -8,16 +8,14 @@ with ``await emu.invoke_slash(...)``. See docs/emulator.md.
 
 from __future__ import annotations
 
-from . import permissions
+from . import intents, permissions
 from .client import patched
 from .component_input import Upload
 from .control import DEFAULT_BOT_PERMISSIONS, InteractionHandle
 from .errors import DiscordError
 from .events import EmulatorEvent, Subscription
 from .interaction_builder import InteractionRefused
-from .ratelimit import Limit, RateLimitConfig
-from .server import Emulator, EmulatorConfig, RequestRecord
-from .state import (
+from .models import (
     DM,
     FORUM,
     PRIVATE_THREAD,
@@ -33,6 +31,8 @@ from .state import (
     Role,
     User,
 )
+from .ratelimit import Limit, RateLimitConfig
+from .server import Emulator, EmulatorConfig, RequestRecord
 
 __all__ = [
     "DEFAULT_BOT_PERMISSIONS",
@@ -61,6 +61,7 @@ __all__ = [
     "Subscription",
     "Upload",
     "User",
+    "intents",
     "patched",
     "permissions",
 ]

@@ -2,7 +2,8 @@
 
 Discord's client only lets a user submit what a component allows: between ``min_values`` and
 ``max_values`` choices, a string select's own options, a channel select's ``channel_types``, a
-text input within ``required``/``min_length``/``max_length``, a file upload's count. A bot never
+text input within ``required``/``min_length``/``max_length``, a file upload's count and
+``file_types``. A bot never
 sees anything else, so the control API refuses it with
 :class:`~discord_emulator.interaction_builder.InteractionRefused`. Chosen users, roles and
 channels and uploaded files travel with the ``resolved`` data Discord adds.
@@ -17,16 +18,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from .component_limits import MAX_TEXT_INPUT
 from .interaction_builder import InteractionBuilder, InteractionRefused, ref_id
-from .state import Channel
+from .models import Channel
 from .validation import MAX_UPLOAD_BYTES
 
 # https://discord.com/developers/docs/components/reference#component-object-component-types
 ACTION_ROW, STRING_SELECT, TEXT_INPUT, USER_SELECT, ROLE_SELECT = 1, 3, 4, 5, 6
 MENTIONABLE_SELECT, CHANNEL_SELECT, LABEL, FILE_UPLOAD = 7, 8, 18, 19
 SELECTS = (STRING_SELECT, USER_SELECT, ROLE_SELECT, MENTIONABLE_SELECT, CHANNEL_SELECT)
-# A text input holds at most 4000 characters (max_length is at most 4000).
-MAX_TEXT_INPUT = 4000
 
 
 class Upload(NamedTuple):
@@ -122,16 +122,39 @@ def _text(component: dict[str, Any], raw: Any) -> str:
     return value
 
 
+# https://discord.com/developers/docs/reference#file-type-filtering: the groups a file upload's
+# ``file_types`` may name; any other entry is a dot-prefixed extension. Only the file name's
+# extension is checked, case-insensitively.
+FILE_TYPE_GROUPS = {
+    "image": (".png", ".gif", ".jpg", ".jpeg", ".jfif", ".webp", ".avif"),
+    "video": (".mp4", ".mov", ".qt", ".webm"),
+    "audio": (".mp3", ".m4a", ".wav", ".ogg", ".opus", ".flac"),
+}
+
+
+def accepts_file(file_types: list[str] | None, filename: str) -> bool:
+    """Whether a file upload with ``file_types`` offers ``filename`` (no types: any file)."""
+    if not file_types:
+        return True
+    allowed = {ext for t in file_types for ext in FILE_TYPE_GROUPS.get(t, (t.lower(),))}
+    _, dot, ext = filename.rpartition(".")
+    return bool(dot) and f".{ext.lower()}" in allowed
+
+
 def _uploads(
     component: dict[str, Any], files: list[Any], channel: Channel, store: StoreFile
 ) -> tuple[list[str], dict[str, Any]]:
-    """Files given to a file upload: its count limits, 10 MiB each; stored as ephemeral
-    attachments listed in ``resolved.attachments``."""
+    """Files given to a file upload: its count limits, its ``file_types``, 10 MiB each; stored
+    as ephemeral attachments listed in ``resolved.attachments``."""
     _check_count(component, len(files), in_modal=True)
     ids: list[str] = []
     attachments: dict[str, Any] = {}
     for raw in files:
         upload = raw if isinstance(raw, Upload) else Upload(*raw)
+        if not accepts_file(component.get("file_types"), upload.filename):
+            raise InteractionRefused(
+                f"{upload.filename} is not one of the file types {component.get('file_types')}"
+            )
         if len(upload.data) > MAX_UPLOAD_BYTES:
             raise InteractionRefused(f"{upload.filename} is larger than {MAX_UPLOAD_BYTES} bytes")
         att = store(channel.id, upload.filename, upload.data, upload.content_type)

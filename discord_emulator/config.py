@@ -25,6 +25,10 @@ class EmulatorConfig:
     interaction_token_ttl: float = 900.0
     # Messages older than this get the stricter edit sub-limit (code 30046).
     old_message_age: float = 3600.0
+    # A public thread started from a message older than this (seconds) gets a THREAD_CREATED
+    # notice in the channel: "older is still TBD, but is currently set to a very small value"
+    # (https://discord.com/developers/docs/topics/threads#new-message-types).
+    thread_created_notice_age: float = 10.0
     # Sharding (https://discord.com/developers/docs/events/gateway#sharding): a shard may hold
     # at most 2500 guilds; /gateway/bot recommends one shard per 1000; IDENTIFY is paced to
     # one per ``identify_interval`` seconds per max_concurrency bucket.

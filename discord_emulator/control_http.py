@@ -8,14 +8,17 @@ The sandbox and the browser view use these; Python tests call the control method
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import contextlib
 import weakref
 from typing import Any
 
 from aiohttp import WSCloseCode, WSMsgType, web
 
+from .component_input import Upload
 from .control import CONTROL_KEY, Control, InteractionHandle
-from .state import TEXT
+from .models import TEXT
 
 # The open event streams, closed when the emulator stops (see close_event_streams).
 EVENT_STREAMS: web.AppKey[weakref.WeakSet[web.WebSocketResponse]] = web.AppKey(
@@ -150,6 +153,37 @@ async def http_click(request: web.Request) -> web.Response:
     return web.json_response({"interaction_id": str(handle.id)})
 
 
+def _modal_value(raw: Any) -> Any:
+    """A submitted value as :meth:`Control.submit_modal` takes it: a text input's string, a
+    select's ids, or a file upload's files given as ``{filename, content_type, data}`` with
+    the bytes in base64."""
+    if isinstance(raw, list) and raw and all(isinstance(f, dict) for f in raw):
+        return [
+            Upload(
+                str(f["filename"]),
+                base64.b64decode(f["data"], validate=True),
+                f.get("content_type"),
+            )
+            for f in raw
+        ]
+    return raw
+
+
+async def http_submit_modal(request: web.Request) -> web.Response:
+    """``{user_id, interaction_id, values: {custom_id: value}}``: the user submits the modal the
+    bot answered ``interaction_id`` with (a file upload's value is a list of files)."""
+    emu = _emu(request)
+    body = await _json(request)
+    try:
+        inter = emu.state.interactions[int(body["interaction_id"])]
+        raw = body.get("values") or {}
+        values = {str(k): _modal_value(v) for k, v in raw.items()}
+        handle = await emu.submit_modal(int(body["user_id"]), InteractionHandle(emu, inter), values)
+    except (LookupError, ValueError, TypeError, binascii.Error) as exc:
+        return web.json_response({"error": str(exc)}, status=400)
+    return web.json_response({"interaction_id": str(handle.id)})
+
+
 async def http_interaction(request: web.Request) -> web.Response:
     emu = _emu(request)
     inter = emu.state.interactions.get(int(request.match_info["interaction_id"]))
@@ -265,6 +299,7 @@ def add_control_routes(app: web.Application) -> None:
     r.add_get("/_emulator/channels/{channel_id}/history", http_history)
     r.add_post("/_emulator/interactions", http_invoke)
     r.add_post("/_emulator/clicks", http_click)
+    r.add_post("/_emulator/modals", http_submit_modal)
     r.add_get("/_emulator/interactions/{interaction_id}", http_interaction)
     r.add_post("/_emulator/clock/advance", http_advance)
     r.add_post("/_emulator/faults", http_faults)

@@ -17,17 +17,17 @@ import json
 import logging
 import secrets
 import time
-from collections import deque
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from aiohttp import WSMsgType, web
 
-from . import permissions as P
 from .clock import VirtualClock
 from .config import EmulatorConfig
 from .events import EmulatorEvent, EventHub
-from .state import DM, State
+from .gateway_audience import Dispatch, payload_for
+from .gateway_sessions import Connection, GatewaySession, parse_shard, shard_id_of
+from .intents import GUILD_PRESENCES, GUILDS, PRIVILEGED
+from .state import State
 
 log = logging.getLogger(__name__)
 
@@ -45,81 +45,6 @@ UNKNOWN_OPCODE, DECODE_ERROR, NOT_AUTHENTICATED, AUTH_FAILED, ALREADY_AUTHENTICA
 )
 RATE_LIMITED = 4008
 SESSION_TIMED_OUT, INVALID_SHARD, SHARDING_REQUIRED, DISALLOWED_INTENTS = 4009, 4010, 4011, 4014
-
-# Intents (https://discord.com/developers/docs/events/gateway#list-of-intents).
-GUILDS = 1 << 0
-GUILD_MEMBERS = 1 << 1
-GUILD_PRESENCES = 1 << 8
-GUILD_MESSAGES = 1 << 9
-GUILD_MESSAGE_REACTIONS = 1 << 10
-DIRECT_MESSAGES = 1 << 12
-DIRECT_MESSAGE_REACTIONS = 1 << 13
-MESSAGE_CONTENT = 1 << 15
-PRIVILEGED = GUILD_MEMBERS | GUILD_PRESENCES | MESSAGE_CONTENT
-
-REPLAY_BUFFER = 2000
-
-# The intent each guild event needs (https://discord.com/developers/docs/events/gateway#list-of-intents);
-# MESSAGE_* events are handled separately (GUILD_MESSAGES or DIRECT_MESSAGES by channel).
-EVENT_INTENTS = {
-    "GUILD_CREATE": GUILDS,
-    "GUILD_UPDATE": GUILDS,
-    "GUILD_DELETE": GUILDS,
-    "GUILD_ROLE_CREATE": GUILDS,
-    "GUILD_ROLE_UPDATE": GUILDS,
-    "GUILD_ROLE_DELETE": GUILDS,
-    "CHANNEL_CREATE": GUILDS,
-    "CHANNEL_UPDATE": GUILDS,
-    "CHANNEL_DELETE": GUILDS,
-    "THREAD_CREATE": GUILDS,
-    "THREAD_UPDATE": GUILDS,
-    "THREAD_DELETE": GUILDS,
-    "THREAD_LIST_SYNC": GUILDS,
-    "THREAD_MEMBER_UPDATE": GUILDS,
-    "THREAD_MEMBERS_UPDATE": GUILDS,
-    "GUILD_MEMBER_ADD": GUILD_MEMBERS,
-    "GUILD_MEMBER_UPDATE": GUILD_MEMBERS,
-    "GUILD_MEMBER_REMOVE": GUILD_MEMBERS,
-}
-
-
-@dataclass(eq=False)
-class Connection:
-    ws: web.WebSocketResponse
-    request: web.Request
-    outbox: asyncio.Queue[str | None] = field(default_factory=asyncio.Queue)
-    session: GatewaySession | None = None
-    # Monotonic times of the frames received in the current rate-limit window.
-    received: deque[float] = field(default_factory=deque)
-
-
-@dataclass(eq=False)
-class GatewaySession:
-    session_id: str
-    application_id: int
-    bot_user_id: int
-    token: str
-    intents: int
-    seq: int = 0
-    buffer: deque[tuple[int, str]] = field(default_factory=lambda: deque(maxlen=REPLAY_BUFFER))
-    connection: Connection | None = None
-    resumable: bool = True
-    # [shard_id, num_shards] from IDENTIFY; an unsharded session is shard 0 of 1.
-    shard: tuple[int, int] = (0, 1)
-
-    def owns_guild(self, guild_id: int | None) -> bool:
-        """Whether this session's shard receives a guild's events: ``(guild_id >> 22) %
-        num_shards``; events outside any guild (DMs) go to shard 0 only
-        (https://discord.com/developers/docs/events/gateway#sharding)."""
-        shard_id, num_shards = self.shard
-        if guild_id is None:
-            return shard_id == 0
-        return shard_id_of(guild_id, num_shards) == shard_id
-
-
-def shard_id_of(guild_id: int, num_shards: int) -> int:
-    """The shard that receives a guild's events, by Discord's formula."""
-    return (guild_id >> 22) % num_shards
 
 
 class GatewayHost(Protocol):
@@ -171,95 +96,18 @@ class Gateway:
         application_id: int | None = None,
         guild_id: int | None = None,
         channel_type: int | None = None,
-        author_id: int | None = None,
         channel_id: int | None = None,
         thread_member_ids: set[int] | None = None,
     ) -> None:
         """Dispatch to every session (of ``application_id``) whose intents, permissions and shard
-        let it receive the event."""
-        shard_guild = guild_id
-        if shard_guild is None and data.get("guild_id") is not None:
-            shard_guild = int(data["guild_id"])
+        let it receive the event (:mod:`discord_emulator.gateway_audience`)."""
+        sent = Dispatch(
+            event, data, application_id, guild_id, channel_type, channel_id, thread_member_ids
+        )
         for session in list(self.sessions.values()):
-            if application_id is not None and session.application_id != application_id:
-                continue
-            if not session.owns_guild(shard_guild):
-                continue
-            if guild_id is not None and not self._bot_in_guild(session, guild_id):
-                continue
-            payload = data
-            if event.startswith("MESSAGE_REACTION_"):
-                # GUILD_MESSAGE_REACTIONS / DIRECT_MESSAGE_REACTIONS (List of Intents), only
-                # from channels the bot can view.
-                dm = channel_type == DM
-                needed = DIRECT_MESSAGE_REACTIONS if dm else GUILD_MESSAGE_REACTIONS
-                if not session.intents & needed:
-                    continue
-                if channel_id is not None and not self._can_view(session, channel_id):
-                    continue
-            elif event.startswith("MESSAGE_"):
-                needed = DIRECT_MESSAGES if channel_type == DM else GUILD_MESSAGES
-                if not session.intents & needed:
-                    continue
-                if channel_id is not None and not self._can_view(session, channel_id):
-                    # Message events are only sent for channels the bot can view
-                    # (https://discord.com/developers/docs/topics/permissions: "VIEW_CHANNEL
-                    # ... read messages"; Gateway Events: guild events need access).
-                    continue
-                payload = self._strip_content(session, data, channel_type, author_id)
-            elif event == "CHANNEL_PINS_UPDATE":
-                # GUILDS for guild channels, DIRECT_MESSAGES for DMs (List of Intents).
-                needed = DIRECT_MESSAGES if channel_type == DM else GUILDS
-                if not session.intents & needed:
-                    continue
-                if channel_id is not None and not self._can_view(session, channel_id):
-                    continue
-            elif event in EVENT_INTENTS and not session.intents & EVENT_INTENTS[event]:
-                continue
-            if (
-                event == "THREAD_MEMBERS_UPDATE"
-                and thread_member_ids is not None
-                and not session.intents & GUILD_MEMBERS
-                and session.bot_user_id not in thread_member_ids
-            ):
-                # Without GUILD_MEMBERS a bot only hears about its own thread membership
-                # (https://discord.com/developers/docs/events/gateway-events#thread-members-update).
-                continue
-            self._dispatch_to(session, event, payload)
-
-    def _can_view(self, session: GatewaySession, channel_id: int) -> bool:
-        channel = self.emu.state.channels.get(channel_id)
-        if channel is None or channel.type == DM:
-            return True
-        perms = P.channel_permissions(self.emu.state, channel, session.bot_user_id)
-        return P.has(perms, P.VIEW_CHANNEL)
-
-    def _bot_in_guild(self, session: GatewaySession, guild_id: int) -> bool:
-        guild = self.emu.state.guilds.get(guild_id)
-        return guild is not None and session.bot_user_id in guild.members
-
-    @staticmethod
-    def _strip_content(
-        session: GatewaySession,
-        data: dict[str, Any],
-        channel_type: int | None,
-        author_id: int | None,
-    ) -> dict[str, Any]:
-        # Without MESSAGE_CONTENT, content/embeds/attachments/components are empty except in DMs,
-        # the bot's own messages and messages mentioning the bot
-        # (https://discord.com/developers/docs/events/gateway#message-content-intent).
-        if (
-            session.intents & MESSAGE_CONTENT
-            or channel_type == DM
-            or author_id == session.bot_user_id
-        ):
-            return data
-        if any(m.get("id") == str(session.bot_user_id) for m in data.get("mentions", [])):
-            return data
-        stripped = dict(data)
-        if "content" in stripped:
-            stripped.update(content="", embeds=[], attachments=[], components=[])
-        return stripped
+            payload = payload_for(self.emu.state, session, sent)
+            if payload is not None:
+                self._dispatch_to(session, event, payload)
 
     # ----- faults ------------------------------------------------------------------------
     def drop_connections(self) -> int:
@@ -399,9 +247,9 @@ class Gateway:
         if app is None:
             return AUTH_FAILED
         intents = int(data.get("intents", 0))
-        if intents & PRIVILEGED and not app.privileged_intents:
+        if intents & PRIVILEGED & ~app.privileged_intents:
             return DISALLOWED_INTENTS
-        shard = _parse_shard(data.get("shard", [0, 1]))
+        shard = parse_shard(data.get("shard", [0, 1]))
         if shard is None:
             return INVALID_SHARD
         state = self.emu.state
@@ -546,15 +394,3 @@ class Gateway:
         for conn in list(self.connections):
             with contextlib.suppress(Exception):
                 await conn.ws.close(code=1001)
-
-
-def _parse_shard(value: Any) -> tuple[int, int] | None:
-    """``[shard_id, num_shards]`` if valid, else None (close code 4010, Invalid shard)."""
-    if not isinstance(value, list | tuple) or len(value) != 2:
-        return None
-    shard_id, num_shards = value
-    if not isinstance(shard_id, int) or not isinstance(num_shards, int):
-        return None
-    if num_shards < 1 or not 0 <= shard_id < num_shards:
-        return None
-    return shard_id, num_shards

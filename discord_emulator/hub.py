@@ -21,8 +21,9 @@ from .config import EmulatorConfig
 from .events import EventHub
 from .faults import Faults
 from .gateway import Gateway
+from .models import Channel
 from .ratelimit import RateLimiter
-from .state import Channel, State
+from .state import State
 
 
 class Hub(Protocol):

@@ -17,17 +17,8 @@ import secrets
 from typing import Any
 
 from . import permissions as P
-from .state import (
-    Application,
-    Channel,
-    Guild,
-    Interaction,
-    Member,
-    Message,
-    Role,
-    State,
-    User,
-)
+from .models import Application, Channel, Guild, Interaction, Member, Message, Role, User
+from .state import State
 from .validation import MAX_UPLOAD_BYTES
 
 Ref = int | User | Member | Role | Channel | Guild | Message | Application
@@ -77,13 +68,20 @@ class InteractionBuilder:
         self, user_id: int, channel: Channel, cmd_name: str, ctype: int = CHAT_INPUT
     ) -> None:
         cmd = self.find_command(channel.guild_id, cmd_name, ctype)
-        needed = cmd.get("default_member_permissions")
-        if (
-            needed is not None
-            and channel.guild_id is not None
-            and not P.has(P.channel_permissions(self.state, channel, user_id), int(needed))
-        ):
+        if not self.may_use(cmd, user_id, channel):
             raise PermissionError(f"the user may not use /{cmd_name} (default_member_permissions)")
+
+    def may_use(self, cmd: dict[str, Any], user_id: int, channel: Channel) -> bool:
+        """Whether Discord's client offers ``cmd`` to the user in ``channel``: in a guild the
+        user needs every permission of its ``default_member_permissions``, and ``"0"`` leaves
+        it to administrators (and the owner) alone
+        (https://discord.com/developers/docs/interactions/application-commands#permissions)."""
+        needed = cmd.get("default_member_permissions")
+        if needed is None or channel.guild_id is None:
+            return True
+        if int(needed) == 0:
+            return P.has(P.base_permissions(self.state, channel.guild_id, user_id), P.ADMINISTRATOR)
+        return P.has(P.channel_permissions(self.state, channel, user_id), int(needed))
 
     def build_options(
         self,

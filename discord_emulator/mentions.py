@@ -18,7 +18,8 @@ from typing import Any
 
 from . import permissions as P
 from .errors import field_error, invalid_form_body, merge_errors
-from .state import Channel, State
+from .models import Channel
+from .state import State
 
 USER_MENTION = re.compile(r"<@!?(\d{15,21})>")
 ROLE_MENTION = re.compile(r"<@&(\d{15,21})>")

@@ -8,7 +8,8 @@ overwrites. Without VIEW_CHANNEL a member has no channel permission at all (impl
 
 from __future__ import annotations
 
-from .state import DM, Channel, State
+from .models import DM, Channel
+from .state import State
 
 # https://discord.com/developers/docs/topics/permissions#permissions-bitwise-permission-flags
 CREATE_INSTANT_INVITE = 1 << 0

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .control import Control
-from .state import (
+from .models import (
     Application,
     Channel,
     Guild,

@@ -26,11 +26,12 @@ from .control_http import add_control_routes
 from .events import EventHub
 from .faults import Disconnect, Faults
 from .gateway import Gateway
+from .models import DM, Channel
 from .ratelimit import RateLimiter
 from .rest import API_PREFIX, add_routes
-from .rest.channels import get_attachment
 from .rest.common import APP_KEY, EMU_KEY, json_response
-from .state import DM, Channel, State
+from .rest.messages import get_attachment
+from .state import State
 
 # EmulatorConfig and RequestRecord live in .config (every part reads them) and stay importable
 # from here, where they were first defined.

@@ -19,9 +19,9 @@ from typing import TypeVar
 import discord
 
 from .client import patched
+from .models import Channel, Guild, User
 from .ratelimit import RateLimitConfig
 from .server import Emulator, EmulatorConfig
-from .state import Channel, Guild, User
 
 ClientT = TypeVar("ClientT", bound=discord.Client)
 

@@ -3,16 +3,16 @@
 Limits from https://discord.com/developers/docs/resources/message#create-message (content 2000),
 https://discord.com/developers/docs/resources/message#embed-object-embed-limits (title 256,
 description 4096, 25 fields, field name 256 / value 1024, footer 2048, author 256, 10 embeds,
-6000 characters in total) and
-https://discord.com/developers/docs/interactions/message-components (5 action rows, 5 buttons
-per row, custom_id 100, label 80), select menus, modals, autocomplete choices and upload sizes
-(each function cites its page). Empty messages: 400 / 50006; files over the limit: 413 / 40005.
+6000 characters in total), autocomplete choices and upload sizes (each function cites its
+page); a message's components are checked by :mod:`discord_emulator.component_limits`. Empty
+messages: 400 / 50006; files over the limit: 413 / 40005.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from .component_limits import IS_COMPONENTS_V2, component_errors, max_length, required
 from .errors import (
     empty_message,
     field_error,
@@ -26,17 +26,6 @@ MAX_CONTENT = 2000
 MAX_EMBEDS = 10
 MAX_EMBED_TOTAL = 6000
 MAX_NONCE = 25
-IS_COMPONENTS_V2 = 1 << 15
-
-
-def _max_len(path: list[str | int], value: Any, limit: int) -> dict[str, Any] | None:
-    if isinstance(value, str) and len(value) > limit:
-        return field_error(path, "BASE_TYPE_MAX_LENGTH", f"Must be {limit} or fewer in length.")
-    return None
-
-
-def _required(path: list[str | int]) -> dict[str, Any]:
-    return field_error(path, "BASE_TYPE_REQUIRED", "This field is required")
 
 
 def _embed_errors(embeds: list[Any], prefix: list[str | int]) -> dict[str, Any]:
@@ -67,12 +56,12 @@ def _embed_errors(embeds: list[Any], prefix: list[str | int]) -> dict[str, Any]:
             )
             continue
         p: list[str | int] = [*prefix, "embeds", i]
-        add(_max_len([*p, "title"], embed.get("title"), 256))
-        add(_max_len([*p, "description"], embed.get("description"), 4096))
+        add(max_length([*p, "title"], embed.get("title"), 256))
+        add(max_length([*p, "description"], embed.get("description"), 4096))
         footer = embed.get("footer") or {}
         author = embed.get("author") or {}
-        add(_max_len([*p, "footer", "text"], footer.get("text"), 2048))
-        add(_max_len([*p, "author", "name"], author.get("name"), 256))
+        add(max_length([*p, "footer", "text"], footer.get("text"), 2048))
+        add(max_length([*p, "author", "name"], author.get("name"), 256))
         fields = embed.get("fields") or []
         if len(fields) > 25:
             add(
@@ -85,8 +74,8 @@ def _embed_errors(embeds: list[Any], prefix: list[str | int]) -> dict[str, Any]:
                 # Embed Field Structure: name and value are required (an empty string is
                 # refused like a missing one).
                 if not fld.get(key):
-                    add(_required([*p, "fields", j, key]))
-                add(_max_len([*p, "fields", j, key], fld.get(key), limit))
+                    add(required([*p, "fields", j, key]))
+                add(max_length([*p, "fields", j, key], fld.get(key), limit))
         for text in (
             embed.get("title"),
             embed.get("description"),
@@ -105,139 +94,6 @@ def _embed_errors(embeds: list[Any], prefix: list[str | int]) -> dict[str, Any]:
                 f"Embed size exceeds maximum size of {MAX_EMBED_TOTAL}",
             )
         )
-    return errors
-
-
-# https://discord.com/developers/docs/components/reference#button: type 2; styles 5 (link) and 6
-# (premium) carry a url / sku_id instead of a custom_id.
-BUTTON, LINK_STYLE, PREMIUM_STYLE = 2, 5, 6
-
-
-def _walk_components(
-    components: list[Any], path: list[str | int]
-) -> list[tuple[list[str | int], dict[str, Any]]]:
-    """Every component of a message with its path, in order (rows, v2 containers, sections'
-    accessories and labels' inner component)."""
-    found: list[tuple[list[str | int], dict[str, Any]]] = []
-    for i, comp in enumerate(components):
-        if not isinstance(comp, dict):
-            continue
-        here: list[str | int] = [*path, i]
-        found.append((here, comp))
-        children = comp.get("components")
-        if isinstance(children, list):
-            found += _walk_components(children, [*here, "components"])
-        for key in ("accessory", "component"):
-            inner = comp.get(key)
-            if isinstance(inner, dict):
-                found.append(([*here, key], inner))
-    return found
-
-
-def _custom_id_errors(components: list[Any], prefix: list[str | int]) -> dict[str, Any]:
-    """Interactive components need a custom_id (link and premium buttons must not have one),
-    and "multiple components on the same message must not share the same custom_id"
-    (https://discord.com/developers/docs/components/reference#anatomy-of-a-component-custom-id;
-    Button: "Non-link and non-premium buttons must have a custom_id"). Discord reports a
-    duplicate at its second use with COMPONENT_CUSTOM_ID_DUPLICATED (observed)."""
-    errors: dict[str, Any] = {}
-    seen: set[str] = set()
-    for path, comp in _walk_components(components, [*prefix, "components"]):
-        ctype = comp.get("type")
-        custom_id = comp.get("custom_id")
-        if ctype == BUTTON and comp.get("style") in (LINK_STYLE, PREMIUM_STYLE):
-            continue
-        interactive = ctype == BUTTON or ctype in SELECT_TYPES
-        if interactive and (not isinstance(custom_id, str) or not custom_id):
-            merge_errors(errors, _required([*path, "custom_id"]))
-            continue
-        if not isinstance(custom_id, str):
-            continue
-        if custom_id in seen:
-            merge_errors(
-                errors,
-                field_error(
-                    [*path, "custom_id"],
-                    "COMPONENT_CUSTOM_ID_DUPLICATED",
-                    "Component custom id cannot be duplicated",
-                ),
-            )
-        seen.add(custom_id)
-    return errors
-
-
-# "Messages allow up to 40 total components" with IS_COMPONENTS_V2, instead of 5 action rows
-# (https://discord.com/developers/docs/components/reference); the inner code is assumed.
-MAX_V2_COMPONENTS = 40
-
-
-def _component_errors(
-    components: list[Any], prefix: list[str | int], *, v2: bool = False
-) -> dict[str, Any]:
-    errors: dict[str, Any] = {}
-    if v2:
-        if len(_walk_components(components, [])) > MAX_V2_COMPONENTS:
-            return field_error(
-                [*prefix, "components"],
-                "BASE_TYPE_MAX_LENGTH",
-                f"Must be {MAX_V2_COMPONENTS} or fewer in length.",
-            )
-    elif len(components) > 5:
-        return field_error(
-            [*prefix, "components"], "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 5 in length."
-        )
-    merge_errors(errors, _custom_id_errors(components, prefix))
-    for i, row in enumerate(components):
-        if not isinstance(row, dict) or row.get("type") != 1:
-            continue  # components v2 layouts are accepted unchecked
-        children = row.get("components") or []
-        p: list[str | int] = [*prefix, "components", i, "components"]
-        if not 1 <= len(children) <= 5:
-            merge_errors(
-                errors, field_error(p, "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 5 in length.")
-            )
-            continue
-        for j, child in enumerate(children):
-            for key, limit in (("custom_id", 100), ("label", 80)):
-                err = _max_len([*p, j, key], child.get(key), limit)
-                if err:
-                    merge_errors(errors, err)
-            if isinstance(child, dict) and child.get("type") in SELECT_TYPES:
-                merge_errors(errors, _select_errors(child, [*p, j]))
-    return errors
-
-
-# https://discord.com/developers/docs/components/reference#string-select: 1-25 options (string
-# select only), option label/value/description 100, placeholder 150, min_values 0-25,
-# max_values 1-25.
-SELECT_TYPES = (3, 5, 6, 7, 8)
-STRING_SELECT = 3
-
-
-def _select_errors(select: dict[str, Any], p: list[str | int]) -> dict[str, Any]:
-    errors: dict[str, Any] = {}
-
-    def add(err: dict[str, Any] | None) -> None:
-        if err:
-            merge_errors(errors, err)
-
-    add(_max_len([*p, "placeholder"], select.get("placeholder"), 150))
-    if select.get("type") == STRING_SELECT:
-        options = select.get("options") or []
-        if not 1 <= len(options) <= 25:
-            add(
-                field_error(
-                    [*p, "options"], "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 25 in length."
-                )
-            )
-        for k, option in enumerate(options[:25]):
-            for key in ("label", "value", "description"):
-                add(_max_len([*p, "options", k, key], option.get(key), 100))
-    for key, low in (("min_values", 0), ("max_values", 1)):
-        value = select.get(key)
-        if isinstance(value, int) and not low <= value <= 25:
-            code = "NUMBER_TYPE_MAX" if value > 25 else "NUMBER_TYPE_MIN"
-            add(field_error([*p, key], code, f"int value should be between {low} and 25."))
     return errors
 
 
@@ -263,36 +119,9 @@ def validate_choices(choices: list[Any]) -> None:
                 ),
             )
         value = choice.get("value") if isinstance(choice, dict) else None
-        err = _max_len([*p, "value"], value, 100)
+        err = max_length([*p, "value"], value, 100)
         if err:
             merge_errors(errors, err)
-    if errors:
-        raise invalid_form_body(errors)
-
-
-def validate_modal(data: dict[str, Any]) -> None:
-    """Modal response (type 9): title 1-45 and custom_id 1-100 characters, 1-5 components
-    (https://discord.com/developers/docs/interactions/receiving-and-responding#interaction-response-object-modal)."""
-    errors: dict[str, Any] = {}
-    for key, limit in (("title", 45), ("custom_id", 100)):
-        value = data.get(key)
-        if not isinstance(value, str) or not 1 <= len(value) <= limit:
-            merge_errors(
-                errors,
-                field_error(
-                    ["data", key],
-                    "BASE_TYPE_BAD_LENGTH",
-                    f"Must be between 1 and {limit} in length.",
-                ),
-            )
-    components = data.get("components") or []
-    if not 1 <= len(components) <= 5:
-        merge_errors(
-            errors,
-            field_error(
-                ["data", "components"], "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 5 in length."
-            ),
-        )
     if errors:
         raise invalid_form_body(errors)
 
@@ -339,7 +168,7 @@ def validate_message(
                         "MessageFlags.IS_COMPONENTS_V2",
                     ),
                 )
-    err = _max_len([*pre, "content"], payload.get("content"), MAX_CONTENT)
+    err = max_length([*pre, "content"], payload.get("content"), MAX_CONTENT)
     if err:
         merge_errors(errors, err)
     nonce = payload.get("nonce")
@@ -357,7 +186,7 @@ def validate_message(
         merge_errors(errors, _embed_errors(embeds, pre))
     components = payload.get("components")
     if isinstance(components, list):
-        merge_errors(errors, _component_errors(components, pre, v2=v2))
+        merge_errors(errors, component_errors(components, pre, v2=v2))
     if errors:
         raise invalid_form_body(errors)
     validate_allowed_mentions(payload.get("allowed_mentions"), pre)

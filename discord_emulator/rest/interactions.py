@@ -15,7 +15,8 @@ from typing import Any
 from aiohttp import web
 
 from discord_emulator import errors
-from discord_emulator.state import (
+from discord_emulator.component_limits import IS_COMPONENTS_V2, validate_modal
+from discord_emulator.models import (
     FLAG_EPHEMERAL,
     FLAG_LOADING,
     MSG_CHAT_INPUT_COMMAND,
@@ -23,15 +24,10 @@ from discord_emulator.state import (
     Interaction,
     Message,
 )
-from discord_emulator.validation import (
-    IS_COMPONENTS_V2,
-    validate_choices,
-    validate_message,
-    validate_modal,
-)
+from discord_emulator.validation import validate_choices, validate_message
 
-from .channels import _ensure_not_emptied
 from .common import emu_of, json_response, no_content, read_body, snowflake
+from .messages import ensure_not_emptied
 
 PONG, CHANNEL_MESSAGE, DEFERRED_CHANNEL_MESSAGE, DEFERRED_UPDATE, UPDATE_MESSAGE = 1, 4, 5, 6, 7
 AUTOCOMPLETE_RESULT, MODAL = 8, 9
@@ -246,7 +242,7 @@ async def edit_webhook_message(request: web.Request) -> web.Response:
         payload, require_content=False, components_v2=bool(msg.flags & IS_COMPONENTS_V2)
     )
     if not msg.flags & FLAG_LOADING:
-        _ensure_not_emptied(msg, payload, bool(files))
+        ensure_not_emptied(msg, payload, bool(files))
     emu.actions.edit_message(msg, payload, files, clear_flags=FLAG_LOADING)
     return json_response(emu.state.message_payload(msg))
 

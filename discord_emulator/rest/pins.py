@@ -19,10 +19,18 @@ from aiohttp import web
 
 from discord_emulator import errors
 from discord_emulator import permissions as P
-from discord_emulator.state import DM, Channel, Message
+from discord_emulator.models import DM, Channel, Message
 
-from .channels import _bot_channel
-from .common import emu_of, get_message, json_response, no_content, read_body, snowflake
+from .common import (
+    bot_channel,
+    emu_of,
+    get_message,
+    json_response,
+    message_json,
+    no_content,
+    read_body,
+    snowflake,
+)
 
 BULK_DELETE_MAX_AGE = 14 * 24 * 3600.0
 
@@ -42,7 +50,7 @@ def _pinned(request: web.Request, channel: Channel) -> list[Message]:
 
 async def pin(request: web.Request) -> web.Response:
     emu = emu_of(request)
-    channel, bot_id = _bot_channel(request)
+    channel, bot_id = bot_channel(request)
     _require_pin_permission(request, channel, bot_id)
     msg = get_message(emu, channel.id, snowflake(request, "message_id"))
     emu.actions.pin_message(msg, bot_id)
@@ -51,7 +59,7 @@ async def pin(request: web.Request) -> web.Response:
 
 async def unpin(request: web.Request) -> web.Response:
     emu = emu_of(request)
-    channel, bot_id = _bot_channel(request)
+    channel, bot_id = bot_channel(request)
     _require_pin_permission(request, channel, bot_id)
     msg = get_message(emu, channel.id, snowflake(request, "message_id"))
     emu.actions.unpin_message(msg)
@@ -62,7 +70,7 @@ async def get_pins(request: web.Request) -> web.Response:
     """``{"items": [{"pinned_at", "message"}], "has_more"}``, newest pin first; ``before`` an
     ISO 8601 time, ``limit`` 1-50."""
     emu = emu_of(request)
-    channel, bot_id = _bot_channel(request)
+    channel, bot_id = bot_channel(request)
     limit = int(request.query.get("limit", 50))
     if not 1 <= limit <= 50:
         code, text = (
@@ -78,7 +86,7 @@ async def get_pins(request: web.Request) -> web.Response:
         before = dt.datetime.fromisoformat(request.query["before"]).timestamp()
         pins = [m for m in pins if (m.pinned_at or 0.0) < before]
     items = [
-        {"pinned_at": emu.clock.iso(m.pinned_at), "message": emu.state.message_payload(m)}
+        {"pinned_at": emu.clock.iso(m.pinned_at), "message": message_json(request, m)}
         for m in pins[:limit]
     ]
     return json_response({"items": items, "has_more": len(pins) > limit})
@@ -87,15 +95,15 @@ async def get_pins(request: web.Request) -> web.Response:
 async def get_pins_deprecated(request: web.Request) -> web.Response:
     """The deprecated list: the first 50 pinned messages as message objects."""
     emu = emu_of(request)
-    channel, bot_id = _bot_channel(request)
+    channel, bot_id = bot_channel(request)
     if not P.has(emu.permissions(channel, bot_id), P.READ_MESSAGE_HISTORY):
         return json_response([])
-    return json_response([emu.state.message_payload(m) for m in _pinned(request, channel)[:50]])
+    return json_response([message_json(request, m) for m in _pinned(request, channel)[:50]])
 
 
 async def bulk_delete(request: web.Request) -> web.Response:
     emu = emu_of(request)
-    channel, bot_id = _bot_channel(request)
+    channel, bot_id = bot_channel(request)
     if channel.type == DM:
         raise errors.cannot_dm_channel()
     if not P.has(emu.permissions(channel, bot_id), P.MANAGE_MESSAGES):

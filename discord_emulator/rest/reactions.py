@@ -15,10 +15,9 @@ from aiohttp import web
 
 from discord_emulator import errors
 from discord_emulator import permissions as P
-from discord_emulator.state import DM, Channel, Message
+from discord_emulator.models import DM, Channel, Message
 
-from .channels import _bot_channel
-from .common import emu_of, get_message, json_response, no_content, snowflake
+from .common import bot_channel, emu_of, get_message, json_response, no_content, snowflake
 
 
 def _emoji_key(request: web.Request) -> str:
@@ -32,7 +31,7 @@ def _emoji_key(request: web.Request) -> str:
 
 def _target(request: web.Request) -> tuple[Channel, int, Message]:
     emu = emu_of(request)
-    channel, bot_id = _bot_channel(request)
+    channel, bot_id = bot_channel(request)
     msg = get_message(emu, channel.id, snowflake(request, "message_id"))
     return channel, bot_id, msg
 

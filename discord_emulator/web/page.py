@@ -16,7 +16,8 @@ from typing import Any
 from aiohttp import web
 
 from discord_emulator.control import CONTROL_KEY, Control
-from discord_emulator.state import DM, FLAG_LOADING, FORUM, TEXT, Channel, Message
+from discord_emulator.interaction_builder import InteractionBuilder
+from discord_emulator.models import DM, FLAG_LOADING, FORUM, SENT_TYPES, TEXT, Channel, Message
 
 from .commandline import (
     CommandLineError,
@@ -30,14 +31,19 @@ from .commandline import (
 )
 
 STATIC_FILES = {
+    "text.js": "text/javascript",
+    "messages.js": "text/javascript",
+    "composer.js": "text/javascript",
     "page.js": "text/javascript",
     "page.css": "text/css",
     "favicon.svg": "image/svg+xml",
 }
 
 JobLookup = Callable[[str, int], Awaitable[dict[str, Any] | None]]
-"""``(job id, user id) -> {"state": ..., "events": [...]}``, or None when the user may not see
-it (the application's own data: the emulator knows nothing of jobs)."""
+"""``(job id, user id) -> {"id", "kind", "task", "events": [{"at", "from", "to", "actor",
+"by", "reason", "ignored"}]}``, or None when the user may not see it. It is the application's
+own record, shown as given: the page interprets none of its values (a job's state it learns, as
+a person would, from what the bot posts)."""
 
 
 @dataclass
@@ -47,7 +53,7 @@ class PageConfig:
     Attributes:
         viewers: user ids that can be acted as (the first is the default).
         title: the page's and the guild header's title.
-        jobs: reads a job's state and timeline for the page (``None``: job ids are plain text).
+        jobs: reads a job's timeline for the page (``None``: job ids are plain text).
         job_id_pattern: a JavaScript regular expression matching a whole job id in inline code.
     """
 
@@ -141,13 +147,33 @@ async def world(request: web.Request) -> web.Response:
 
 
 def message_view(emu: Control, msg: Message) -> dict[str, Any]:
-    """A message as the page draws it: Discord's payload plus version count and flags."""
+    """A message as the page draws it: Discord's payload plus version count and flags, and
+    for a message that started a thread the thread's newest message."""
     data = emu.state.message_payload(msg)
     data["ephemeral"] = msg.ephemeral
     data["loading"] = bool(msg.flags & FLAG_LOADING)
     data["version_count"] = len(msg.versions)
     data["command"] = _command_path(emu, msg)
+    data["thread_preview"] = thread_preview(emu, msg.thread_id) if msg.thread_id else None
     return data
+
+
+PREVIEW_LENGTH = 120
+
+
+def thread_preview(emu: Control, thread_id: int) -> dict[str, Any] | None:
+    """What Discord's client shows under a message that started a thread: the thread's newest
+    message (its author, and the first line of its text, cut at a word), or None."""
+    for mid in reversed(emu.state.channel_messages.get(thread_id, [])):
+        msg = emu.state.messages[mid]
+        if msg.deleted or msg.ephemeral or msg.type not in SENT_TYPES:
+            continue
+        line = msg.content.strip().split("\n", 1)[0]
+        if len(line) > PREVIEW_LENGTH:
+            line = line[:PREVIEW_LENGTH].rsplit(" ", 1)[0] + "…"
+        author = emu.state.users[msg.author_id].payload()
+        return {"author": author, "content": line}
+    return None
 
 
 def _command_path(emu: Control, msg: Message) -> str | None:
@@ -183,13 +209,20 @@ def _parent_or_self(emu: Control, channel: Channel) -> Channel:
     return channel
 
 
-def commands_for(emu: Control, channel: Channel) -> list[dict[str, Any]]:
-    """The commands usable in ``channel``: the guild's, then the global ones."""
+def commands_for(
+    emu: Control, channel: Channel, user_id: int | None = None
+) -> list[dict[str, Any]]:
+    """The commands usable in ``channel``: the guild's, then the global ones; for a user, only
+    those Discord's client offers them (``default_member_permissions``)."""
     app = emu.application
     if app is None:
         return []
     scoped = list(app.guild_commands.get(channel.guild_id, [])) if channel.guild_id else []
-    return scoped + list(app.global_commands)
+    found = scoped + list(app.global_commands)
+    if user_id is None:
+        return found
+    builder = InteractionBuilder(emu.state, app)
+    return [c for c in found if builder.may_use(c, user_id, channel)]
 
 
 def _lookup(emu: Control) -> dict[str, int]:
@@ -219,14 +252,13 @@ async def send(request: web.Request) -> web.Response:
             return web.json_response({"error": "post in a thread of this forum"}, status=400)
         msg = emu.send_message(user_id, channel, text)
         return web.json_response({"message_id": str(msg.id)})
+    offered = commands_for(emu, channel, user_id)
     try:
         if isinstance(body.get("options"), dict):  # the option fields
             fields = {str(k): str(v) for k, v in body["options"].items()}
-            inv = parse_fields(
-                text.removeprefix("/"), fields, commands_for(emu, channel), lookup=_lookup(emu)
-            )
+            inv = parse_fields(text.removeprefix("/"), fields, offered, lookup=_lookup(emu))
         else:
-            inv = parse(text, commands_for(emu, channel), lookup=_lookup(emu))
+            inv = parse(text, offered, lookup=_lookup(emu))
         handle = await emu.invoke_slash(user_id, channel, inv.path, inv.options)
     except (CommandLineError, LookupError, ValueError, PermissionError) as exc:
         return web.json_response({"error": str(exc).strip("'\"")}, status=400)
@@ -252,10 +284,11 @@ async def complete(request: web.Request) -> web.Response:
     if channel is None:
         return web.json_response({"suggestions": []})
     text = request.query.get("text", "")
-    commands = commands_for(emu, channel)
+    user_id = _user_id(request) if "user_id" in request.query else None
+    commands = commands_for(emu, channel, user_id)
     typing = focus(text, commands, lookup=_lookup(emu))
-    if typing is not None and "user_id" in request.query:
-        found = await _bot_choices(emu, _user_id(request), channel, typing)
+    if typing is not None and user_id is not None:
+        found = await _bot_choices(emu, user_id, channel, typing)
     else:
         found = suggest(text, commands)
     return web.json_response(

@@ -17,7 +17,7 @@ import pytest
 from playwright.sync_api import Page, Route, expect
 
 from .conftest import PROBE_ENV, Sandbox, running_sandbox
-from .test_sandbox import WAIT_MS, open_page, open_thread, states_of, summon
+from .test_sandbox import RUNNING, SUCCEEDED, WAIT_MS, open_page, open_thread, states_of, summon
 
 # Every visible element that takes part in the layout; pairs that are not nested must not
 # overlap (each box clipped to the scroll containers it is drawn in).
@@ -39,7 +39,7 @@ LAYOUT = ", ".join(
         ".message .embed",
         ".message .row button",
         ".message .thread-link",
-        ".message .job-state",
+        ".message .thread-preview",
         ".message .ephemeral-note",
         "#offline",
         "#me > *",
@@ -92,9 +92,11 @@ def test_markdown_icons_live_times_and_the_answers_state(
     quote = progress.locator(".quote")
     expect(quote).to_have_text("write **this** _plainly_")
     assert "\\" not in quote.inner_text()
-    expect(progress.locator("svg.icon[aria-label=running]")).to_have_count(1)
-    # The answer's chip shows how far the job got while it runs ("1 of 3").
-    expect(answer.locator(".job-state")).to_contain_text(re.compile(r"[1-3] of 3"), timeout=WAIT_MS)
+    expect(progress.locator(f"svg.icon[aria-label='{RUNNING}']")).to_have_count(1)
+    # Under the answer, the thread's newest message: the bot's progress, as it posts it.
+    preview = answer.locator(".thread-preview")
+    expect(preview).to_contain_text("running", timeout=WAIT_MS)
+    expect(preview.locator(f"svg.icon[aria-label='{RUNNING}']")).to_have_count(1)
 
     started = progress.locator('time.ts[data-style="R"]').first
     first = started.inner_text()
@@ -102,9 +104,11 @@ def test_markdown_icons_live_times_and_the_answers_state(
     assert started.inner_text() != first, first
 
     expect(progress).to_contain_text("succeeded", timeout=WAIT_MS)
-    expect(progress.locator("svg.icon[aria-label=succeeded]")).to_have_count(1)
+    expect(progress.locator(f"svg.icon[aria-label='{SUCCEEDED}']")).to_have_count(1)
     expect(answer.locator(".content")).to_contain_text("succeeded", timeout=WAIT_MS)
-    expect(answer.locator(".job-state")).to_be_empty()
+    # The newest message in the thread is now the notice of the end.
+    expect(preview).to_contain_text("succeeded", timeout=WAIT_MS)
+    expect(preview.locator(f"svg.icon[aria-label='{SUCCEEDED}']")).to_have_count(1)
     # No emoji is left to a font: every state icon is an inline drawing.
     assert not any(ch in progress.inner_text() for ch in "⏳▶🛑✅❌⛔❓")
 
@@ -352,7 +356,7 @@ def test_the_operator_resolves_an_unknown_job(
     expect(page.locator("#offline")).to_be_hidden(timeout=WAIT_MS)
     expect(progress).to_contain_text("unknown", timeout=WAIT_MS)
     expect(progress).to_contain_text("An operator has to check")
-    expect(answer.locator(".job-state")).to_contain_text("unknown", timeout=WAIT_MS)
+    expect(answer.locator(".thread-preview")).to_contain_text("unknown", timeout=WAIT_MS)
     page.screenshot(path=str(screenshots / "unknown-job.png"), animations="disabled")
 
     page.select_option("#viewer", label="operator")

@@ -12,7 +12,7 @@ import pytest
 from playwright.sync_api import Locator, Page, expect
 
 from .conftest import PROBE_ENV, Sandbox, running_sandbox
-from .test_sandbox import WAIT_MS, open_page, open_thread, summon
+from .test_sandbox import RUNNING, WAIT_MS, open_page, open_thread, summon
 
 
 @pytest.fixture
@@ -50,8 +50,9 @@ def test_every_state_as_the_page_shows_it(
     _, running = open_thread(page, long_answer, long_id)
     expect(running).to_contain_text("running", timeout=WAIT_MS)
     expect(running).to_contain_text(re.compile(r"Step ([3-9]|\d\d) of 60"), timeout=WAIT_MS)
-    expect(running.locator("svg.icon[aria-label=running]")).to_have_count(1)
-    expect(long_answer.locator(".job-state")).to_contain_text(" of 60", timeout=WAIT_MS)
+    expect(running.locator(f"svg.icon[aria-label='{RUNNING}']")).to_have_count(1)
+    # Under the answer, the thread's newest message: the bot's progress message.
+    expect(long_answer.locator(".thread-preview")).to_contain_text("running", timeout=WAIT_MS)
     expect(long_answer.locator(".content")).to_contain_text("is running", timeout=WAIT_MS)
     shoot(page, running, screenshots / "state-running.png")
 
@@ -87,6 +88,6 @@ def test_every_state_as_the_page_shows_it(
     assert sandbox.stop() == 0, sandbox.log()
     sandbox.start()
     expect(blind).to_contain_text("unknown", timeout=WAIT_MS)
-    # The page's chip shows it (after a restart the bot's answer keeps its last live state).
-    expect(blind_answer.locator(".job-state")).to_contain_text("unknown", timeout=WAIT_MS)
+    # Under the answer, the bot's notice (its answer keeps its last live state after a restart).
+    expect(blind_answer.locator(".thread-preview")).to_contain_text("unknown", timeout=WAIT_MS)
     shoot(page, blind, screenshots / "state-unknown.png")

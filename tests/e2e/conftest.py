@@ -19,9 +19,8 @@ import pytest
 
 from bot.client import ErrandBot
 from bot.settings import BotSettings
-from discord_emulator import Emulator, InteractionHandle, Message
+from discord_emulator import Channel, Emulator, InteractionHandle, Message, User
 from discord_emulator.faults import Hold
-from discord_emulator.state import Channel, User
 from discord_emulator.testing import World, running_bot
 from jobs.engine.store import JobStore
 from jobs.engine.views import JobView

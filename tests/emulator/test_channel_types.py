@@ -12,7 +12,7 @@ import pytest
 from discord.ext import commands
 
 from discord_emulator import Emulator
-from discord_emulator.state import CATEGORY, VOICE
+from discord_emulator.models import CATEGORY, VOICE
 from discord_emulator.testing import World
 
 

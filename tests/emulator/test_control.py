@@ -4,6 +4,7 @@ virtual clock, the permission algorithm, and replies."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import datetime as dt
 import time
 
@@ -191,3 +192,57 @@ async def test_http_control_edits_deletes_and_context_menus(emu: Emulator, world
     assert answers == ["poked alice", "> hello"]
     assert said.deleted
     assert [h.interaction.data["target_id"] for h in handles] == [str(alice), str(said.id)]
+
+
+async def test_http_control_submits_a_modal_with_an_attached_file(
+    emu: Emulator, world: World
+) -> None:
+    """``POST /_emulator/modals`` submits the modal the bot opened: text as a string, a file
+    upload's files as ``{filename, content_type, data}`` (base64); what Discord's client would
+    refuse (an empty required input, bad base64) is a 400 and reaches no bot."""
+    bot = make_bot()
+    seen: list[tuple[str, str, int]] = []
+
+    class Evidence(discord.ui.Modal, title="Evidence"):
+        note = discord.ui.Label(text="Note", component=discord.ui.TextInput(custom_id="note"))
+        files = discord.ui.Label(
+            text="Screenshot", component=discord.ui.FileUpload(custom_id="shot")
+        )
+
+        async def on_submit(self, interaction: discord.Interaction) -> None:
+            assert isinstance(self.note.component, discord.ui.TextInput)
+            assert isinstance(self.files.component, discord.ui.FileUpload)
+            (shot,) = self.files.component.values
+            data = await shot.read()
+            seen.append((self.note.component.value, shot.filename, len(data)))
+            await interaction.response.send_message("filed", ephemeral=True)
+
+    @bot.tree.command(name="evidence", description="Attach evidence")
+    async def evidence(interaction: discord.Interaction) -> None:
+        await interaction.response.send_modal(Evidence())
+
+    async def setup_hook() -> None:
+        await bot.tree.sync()
+
+    bot.setup_hook = setup_hook  # type: ignore[method-assign]
+    base = f"{emu.base_url}/_emulator"
+    png = b"\x89PNG\r\n\x1a\n" + b"\0" * 100
+    shot = {"filename": "crash.png", "content_type": "image/png"}
+    async with running_bot(emu, bot), aiohttp.ClientSession() as http:
+        opened = await emu.invoke_slash(world.alice, world.channel, "evidence")
+        await opened.wait_response()
+
+        async def submit(values: dict[str, object]) -> tuple[int, dict[str, str]]:
+            body = {"user_id": str(world.alice.id), "interaction_id": str(opened.id)}
+            async with http.post(f"{base}/modals", json={**body, "values": values}) as resp:
+                return resp.status, await resp.json()
+
+        encoded = base64.b64encode(png).decode()
+        missing, _ = await submit({"shot": [{**shot, "data": encoded}]})  # no note
+        garbled, _ = await submit({"note": "x", "shot": [{**shot, "data": "not base64!"}]})
+        status, answer = await submit({"note": "it crashed", "shot": [{**shot, "data": encoded}]})
+        assert (missing, garbled, status) == (400, 400, 200)
+        handle = InteractionHandle(emu, emu.state.interactions[int(answer["interaction_id"])])
+        reply = await handle.wait_original()
+    assert (reply.content, reply.ephemeral) == ("filed", True)
+    assert seen == [("it crashed", "crash.png", len(png))]

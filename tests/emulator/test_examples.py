@@ -26,7 +26,7 @@ from discord_emulator import (
     Upload,
     permissions,
 )
-from discord_emulator.state import Channel
+from discord_emulator.models import Channel
 from discord_emulator.testing import World, fast_config, make_world
 
 from .example_runner import EXAMPLES, run_example

@@ -12,7 +12,7 @@ import pytest
 from discord import app_commands
 from discord.ext import commands
 
-from discord_emulator import Emulator, User
+from discord_emulator import Emulator, User, permissions
 from discord_emulator.testing import World, fast_config, make_world, running_bot
 from discord_emulator.web import PageConfig, serve_page
 from discord_emulator.web.commandline import CommandLineError, focus, parse, suggest
@@ -245,7 +245,7 @@ async def test_page_serves_its_files_without_external_assets(
         async with session.get(emu.base_url + "/") as resp:
             html = await resp.text()
         assert "<title>Sandbox</title>" in html
-        for name in ("page.js", "page.css"):
+        for name in ("text.js", "messages.js", "composer.js", "page.js", "page.css"):
             async with session.get(f"{emu.base_url}/_page/{name}") as resp:
                 assert resp.status == 200
                 text = await resp.text()
@@ -253,3 +253,84 @@ async def test_page_serves_its_files_without_external_assets(
             assert "https://" not in text
         async with session.get(f"{emu.base_url}/_page/secret.py") as resp:
             assert resp.status == 404
+
+
+async def test_the_composer_offers_an_administrators_command_only_to_administrators(
+    page_emu: tuple[Emulator, World, User],
+) -> None:
+    """A command with ``default_member_permissions: "0"`` is neither suggested to nor sent for
+    a member who is not an administrator, as Discord's client hides it."""
+    emu, world, bob = page_emu
+    admins = emu.create_role(world.guild, "admins", permissions.ADMINISTRATOR)
+    world.guild.members[bob.id].roles.append(admins.id)
+    bot = make_bot()
+
+    @bot.tree.command(name="purge", description="Only for administrators")
+    @app_commands.default_permissions()
+    async def purge(interaction: discord.Interaction) -> None:
+        await interaction.response.send_message("purged", ephemeral=True)
+
+    async def setup_hook() -> None:
+        await bot.tree.sync()
+
+    bot.setup_hook = setup_hook  # type: ignore[method-assign]
+    base = f"{emu.base_url}/_emulator/page"
+    channel = str(world.channel.id)
+    async with running_bot(emu, bot), aiohttp.ClientSession() as session:
+
+        async def offered(user: User) -> list[str]:
+            params = {"channel_id": channel, "user_id": str(user.id), "text": "/pu"}
+            async with session.get(f"{base}/complete", params=params) as resp:
+                return [s["text"] for s in (await resp.json())["suggestions"]]
+
+        async def send(user: User) -> tuple[int, dict[str, Any]]:
+            body = {"user_id": str(user.id), "channel_id": channel, "text": "/purge"}
+            async with session.post(f"{base}/send", json=body) as resp:
+                return resp.status, await resp.json()
+
+        assert await offered(world.alice) == []
+        assert await offered(bob) == ["/purge "]
+        assert await send(world.alice) == (400, {"error": "unknown command /purge"})
+        status, answer = await send(bob)
+        assert status == 200
+        handle = emu.state.interactions[int(answer["interaction_id"])]
+        await emu.wait_until(lambda: handle.original_message_id, 5)
+    assert emu.message(handle.original_message_id or 0).content == "purged"
+
+
+async def test_the_newest_message_of_a_thread_shows_under_the_message_that_started_it(
+    page_emu: tuple[Emulator, World, User],
+) -> None:
+    """As in Discord's client, a message that started a thread shows the thread's newest
+    message (its author and first line, cut at a word); the thread opens with the starter
+    (THREAD_STARTER_MESSAGE with the message it refers to). System messages are not previews."""
+    emu, world, bob = page_emu
+    base = f"{emu.base_url}/_emulator/page"
+    starter = emu.send_message(world.alice, world.channel, "let's discuss")
+    thread = emu.actions.create_thread(
+        world.channel, world.alice.id, "discussion", from_message=starter
+    )
+    async with aiohttp.ClientSession() as session:
+
+        async def view(channel_id: int) -> list[dict[str, Any]]:
+            url = f"{base}/channels/{channel_id}/messages?user_id={world.alice.id}"
+            async with session.get(url) as resp:
+                return list((await resp.json())["messages"])
+
+        async def preview() -> Any:
+            return (await view(world.channel.id))[0]["thread_preview"]
+
+        assert await preview() is None  # only the thread's starter so far
+        emu.send_message(bob, thread, "first line\nsecond line")
+        assert await preview() == {"author": bob.payload(), "content": "first line"}
+        emu.edit_thread(thread, name="renamed")  # a system message: not a preview
+        assert (await preview())["content"] == "first line"
+        words = "lorem ipsum dolor sit amet " * 8
+        emu.send_message(world.alice, thread, words)
+        shown = (await preview())["content"]
+        assert shown.endswith("…")
+        assert words.startswith(shown.removesuffix("…"))
+        assert words[len(shown) - 1] == " "  # cut between words
+        opening = (await view(thread.id))[0]
+    assert opening["type"] == 21
+    assert opening["referenced_message"]["content"] == "let's discuss"

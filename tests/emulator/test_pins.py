@@ -11,7 +11,7 @@ import pytest
 from discord.ext import commands
 
 from discord_emulator import Emulator, permissions
-from discord_emulator.state import MSG_CHANNEL_PINNED_MESSAGE
+from discord_emulator.models import MSG_CHANNEL_PINNED_MESSAGE
 from discord_emulator.testing import running_bot
 
 from .conftest import World, make_bot

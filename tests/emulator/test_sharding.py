@@ -13,7 +13,7 @@ import pytest
 from discord.ext import commands
 
 from discord_emulator import Emulator
-from discord_emulator.gateway import shard_id_of
+from discord_emulator.gateway_sessions import shard_id_of
 from discord_emulator.testing import fast_config, running_bot
 
 from .conftest import World

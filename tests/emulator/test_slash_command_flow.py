@@ -41,7 +41,11 @@ async def test_slash_command_reply_thread_and_edit_history(
         assert thread.id == reply.id  # a thread started from a message takes the message id
         assert thread.parent_id == world.channel.id
 
-        (progress,) = emu.history(thread)
+        # The thread opens with a THREAD_STARTER_MESSAGE that refers to the reply.
+        starter, progress = emu.history(thread)
+        assert (starter.type, starter.content) == (21, "")
+        assert starter.message_reference is not None
+        assert starter.message_reference["message_id"] == str(reply.id)
         assert [v.content for v in progress.versions] == [
             "progress 0%",
             "progress 50%",

@@ -17,8 +17,8 @@ import pytest
 from discord import app_commands
 from discord.ext import commands
 
-from discord_emulator import Emulator, InteractionRefused, permissions
-from discord_emulator.state import MSG_THREAD_CREATED
+from discord_emulator import Emulator, InteractionRefused, intents, permissions
+from discord_emulator.models import MSG_THREAD_CREATED
 from discord_emulator.testing import running_bot
 from discord_emulator.validation import MAX_UPLOAD_BYTES
 
@@ -185,7 +185,7 @@ async def test_a_guild_only_command_is_not_offered_in_a_dm(emu: Emulator, world:
 async def test_listing_members_needs_the_members_intent_enabled(
     emu: Emulator, world: World
 ) -> None:
-    emu.application.privileged_intents = False
+    emu.application.privileged_intents = 0
     bot = commands.Bot(
         command_prefix="!", intents=discord.Intents.default(), guild_ready_timeout=0.05
     )
@@ -195,7 +195,7 @@ async def test_listing_members_needs_the_members_intent_enabled(
         with pytest.raises(discord.Forbidden) as exc:
             await bot.http.get_members(world.guild.id, 10, None)
         assert exc.value.code == 50001
-        emu.application.privileged_intents = True
+        emu.application.privileged_intents = intents.GUILD_MEMBERS
         listed = await bot.http.get_members(world.guild.id, 10, None)
         assert world.alice.id in {int(m["user"]["id"]) for m in listed}
         with pytest.raises(discord.HTTPException) as bad:
@@ -344,7 +344,7 @@ async def test_thread_members_can_be_read(world: World, running: commands.Bot) -
     with pytest.raises(discord.NotFound) as exc:
         await thread.fetch_member(bob.id)
     assert exc.value.code == 10007
-    emu.application.privileged_intents = False
+    emu.application.privileged_intents = 0
     with pytest.raises(discord.Forbidden) as denied:
         await thread.fetch_members()
     assert denied.value.code == 50001

@@ -282,6 +282,27 @@ def test_jobs_never_imports_bot_discord_or_the_emulator() -> None:
     assert offenders == []
 
 
+def test_the_emulator_knows_nothing_of_errand() -> None:
+    """discord_emulator/ is a Discord: no module of it imports jobs or bot, and its chat page
+    names no job state (it learns a job's state from what the bot posts)."""
+    offenders = [
+        f"{imp.importer}:{imp.line} {imp.module}"
+        for name, path in project_modules().items()
+        if name.split(".")[0] == "discord_emulator"
+        for imp in imports_in(path, ROOT)
+        if imp.module.split(".")[0] in {"jobs", "bot"}
+    ]
+    assert offenders == []
+    static = ROOT / "discord_emulator" / "web" / "static"
+    named = {
+        f"{f.name}: {state.value}"
+        for f in static.iterdir()
+        for state in State
+        if re.search(rf"\b{state.value}\b", f.read_text(errors="replace"))
+    }
+    assert named == set()
+
+
 def test_bot_imports_only_the_doors_of_jobs() -> None:
     """bot/ uses ``from jobs import X`` / ``from jobs.transport import X`` with X in that door's
     ``__all__``, and nothing deeper (no jobs.engine..., jobs.ops...)."""

@@ -1,5 +1,6 @@
-// The chat page: a Discord-like view of the emulator, updated live from /_emulator/events.
-// Ids are snowflakes (beyond 2^53), so they stay strings throughout.
+// The chat page: a Discord-like view of the emulator, updated live from /_emulator/events: its
+// state, the panes, the sidebar and the live updates. text.js, messages.js and composer.js are
+// loaded first. Ids are snowflakes (beyond 2^53), so they stay strings throughout.
 "use strict";
 
 const $ = (sel, root = document) => root.querySelector(sel);
@@ -11,7 +12,6 @@ const page = {
   // shown again, and "Dismiss message" hides one for good.
   loadedAt: Date.now(),
   dismissed: new Set(),
-  jobs: new Map(), // job id -> {state, ...} for the state chips on channel answers
   online: false,
 };
 
@@ -25,271 +25,33 @@ async function api(path, options = {}) {
   return body;
 }
 
-function escapeHtml(text) {
-  return String(text).replace(/[&<>"']/g, (c) => (
-    { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]));
-}
+// ----- emoji ---------------------------------------------------------------------------------
 
-// A small subset of Discord markdown: code, bold, italics, links to <t:..> left as text.
-const TIMESTAMP_STYLES = {
-  t: { timeStyle: "short" }, T: { timeStyle: "medium" }, d: { dateStyle: "short" },
-  D: { dateStyle: "long" }, f: { dateStyle: "long", timeStyle: "short" },
-  F: { dateStyle: "full", timeStyle: "short" },
-};
-
-function relative(seconds) {
-  const delta = seconds - Date.now() / 1000;
-  const units = [["day", 86400], ["hour", 3600], ["minute", 60], ["second", 1]];
-  const [unit, size] = units.find(([, s]) => Math.abs(delta) >= s) || units[3];
-  return new Intl.RelativeTimeFormat("en", { numeric: "auto" }).format(Math.round(delta / size), unit);
-}
-
-function mention(id) {
-  const known = page.world ? [...page.world.viewers, page.world.bot] : [];
-  const user = known.find((u) => u.id === id);
-  return `<span class="mention">@${escapeHtml(user ? user.name : id)}</span>`;
-}
-
-function channelMention(id) {
-  const all = page.world ? page.world.channels.flatMap((c) => [c, ...c.threads]) : [];
-  const channel = all.find((c) => c.id === id);
-  const name = channel ? channel.name : id;
-  return `<button type="button" class="thread-link inline" data-thread="${id}">#${escapeHtml(name)}</button>`;
-}
-
-// Icons drawn inline, so state icons need no emoji font (Debian's Chromium ships none).
+// The emoji bots post, drawn inline so they need no emoji font (Debian's Chromium ships none);
+// each is labelled with its emoji name, as Discord's client labels its emoji images.
 const svg = (label, body) =>
   `<svg class="icon" viewBox="0 0 20 20" role="img" aria-label="${label}">${body}</svg>`;
 const glyph = (fill, text) => `<circle cx="10" cy="10" r="9" fill="${fill}"/><text x="10" y="14.5"
   text-anchor="middle" font-size="13" font-weight="700" font-family="sans-serif" fill="#fff">${text}</text>`;
 const ICONS = {
-  "⏳": svg("queued", `<circle cx="10" cy="10" r="9" fill="#80848e"/><path d="M6.5 4.5h7M6.5 15.5h7M7
+  "⏳": svg(":hourglass_flowing_sand:", `<circle cx="10" cy="10" r="9" fill="#80848e"/><path d="M6.5 4.5h7M6.5 15.5h7M7
     5.2c0 3.3 6 3 6 4.8s-6 1.5-6 4.8M13 5.2c0 3.3-6 3-6 4.8s6 1.5 6 4.8" fill="none" stroke="#fff"
     stroke-width="1.5" stroke-linecap="round"/>`),
-  "▶": svg("running", '<rect x="1" y="1" width="18" height="18" rx="4" fill="#5865f2"/><path d="M7.5 5.5v9l7-4.5z" fill="#fff"/>'),
-  "🛑": svg("stopping", '<path d="M6.3 1h7.4L19 6.3v7.4L13.7 19H6.3L1 13.7V6.3z" fill="#da373c"/><rect x="5" y="8.7" width="10" height="2.6" rx="1" fill="#fff"/>'),
-  "✅": svg("succeeded", '<rect x="1" y="1" width="18" height="18" rx="4" fill="#248046"/><path d="M5.5 10.5l3 3 6-7" fill="none" stroke="#fff" stroke-width="2.4" stroke-linecap="round" stroke-linejoin="round"/>'),
-  "❌": svg("failed", '<path d="M4.5 4.5l11 11M15.5 4.5l-11 11" stroke="#f23f43" stroke-width="3.2" stroke-linecap="round"/>'),
-  "⛔": svg("cancelled", '<circle cx="10" cy="10" r="9" fill="#da373c"/><rect x="4.5" y="8.7" width="11" height="2.6" rx="1" fill="#fff"/>'),
-  "❓": svg("unknown", glyph("#e67e22", "?")),
-  "⚠": svg("warning", '<path d="M10 1.5L19 18H1z" fill="#f0b232"/><text x="10" y="16" text-anchor="middle" font-size="11" font-weight="700" font-family="sans-serif" fill="#1e1f22">!</text>'),
-  "🧵": svg("thread", '<path d="M3 4.5h14M3 10h14M3 15.5h9" stroke="currentColor" stroke-width="2" stroke-linecap="round"/>'),
-  "💬": svg("forum", '<path d="M3 3h14a1 1 0 0 1 1 1v9a1 1 0 0 1-1 1H8l-4 3.5V14H3a1 1 0 0 1-1-1V4a1 1 0 0 1 1-1z" fill="currentColor"/>'),
-  "👁": svg("seen by you only", '<path d="M1 10s3.5-6 9-6 9 6 9 6-3.5 6-9 6-9-6-9-6z" fill="none" stroke="currentColor" stroke-width="1.6"/><circle cx="10" cy="10" r="2.8" fill="currentColor"/>'),
+  "▶": svg(":arrow_forward:", '<rect x="1" y="1" width="18" height="18" rx="4" fill="#5865f2"/><path d="M7.5 5.5v9l7-4.5z" fill="#fff"/>'),
+  "🛑": svg(":octagonal_sign:", '<path d="M6.3 1h7.4L19 6.3v7.4L13.7 19H6.3L1 13.7V6.3z" fill="#da373c"/><rect x="5" y="8.7" width="10" height="2.6" rx="1" fill="#fff"/>'),
+  "✅": svg(":white_check_mark:", '<rect x="1" y="1" width="18" height="18" rx="4" fill="#248046"/><path d="M5.5 10.5l3 3 6-7" fill="none" stroke="#fff" stroke-width="2.4" stroke-linecap="round" stroke-linejoin="round"/>'),
+  "❌": svg(":x:", '<path d="M4.5 4.5l11 11M15.5 4.5l-11 11" stroke="#f23f43" stroke-width="3.2" stroke-linecap="round"/>'),
+  "⛔": svg(":no_entry:", '<circle cx="10" cy="10" r="9" fill="#da373c"/><rect x="4.5" y="8.7" width="11" height="2.6" rx="1" fill="#fff"/>'),
+  "❓": svg(":question:", glyph("#e67e22", "?")),
+  "⚠": svg(":warning:", '<path d="M10 1.5L19 18H1z" fill="#f0b232"/><text x="10" y="16" text-anchor="middle" font-size="11" font-weight="700" font-family="sans-serif" fill="#1e1f22">!</text>'),
+  "🧵": svg(":thread:", '<path d="M3 4.5h14M3 10h14M3 15.5h9" stroke="currentColor" stroke-width="2" stroke-linecap="round"/>'),
+  "💬": svg(":speech_balloon:", '<path d="M3 3h14a1 1 0 0 1 1 1v9a1 1 0 0 1-1 1H8l-4 3.5V14H3a1 1 0 0 1-1-1V4a1 1 0 0 1 1-1z" fill="currentColor"/>'),
+  "👁": svg(":eye:", '<path d="M1 10s3.5-6 9-6 9 6 9 6-3.5 6-9 6-9-6-9-6z" fill="none" stroke="currentColor" stroke-width="1.6"/><circle cx="10" cy="10" r="2.8" fill="currentColor"/>'),
 };
 const ICON_RE = /(⏳|▶|🛑|✅|❌|⛔|❓|⚠|🧵|💬|👁)\uFE0F?/gu;
 
 function icons(html) {
   return html.replace(ICON_RE, (_, emoji) => ICONS[emoji]);
-}
-
-function jobIdPattern() {
-  const source = page.world && page.world.job_id_pattern;
-  return source ? new RegExp(`^(?:${source})$`) : null;
-}
-
-// Discord markdown, the parts bots use: code, backslash escapes, bold, italics, underline,
-// strikethrough, quotes, mentions and <t:..> timestamps. Code spans and escaped characters are
-// held aside first so nothing inside them is formatted (as in Discord's parser).
-function markdown(text) {
-  const held = [];
-  const hold = (html) => `\uE000${held.push(html) - 1}\uE001`;
-  const isJob = jobIdPattern();
-  let s = String(text || "")
-    .replace(/`([^`]+)`/g, (_, code) => hold(isJob && isJob.test(code)
-      ? `<code class="job-id" data-job="${escapeHtml(code)}" role="button" tabindex="0"
-          title="Show this job's timeline">${escapeHtml(code)}</code>`
-      : `<code>${escapeHtml(code)}</code>`))
-    .replace(/\\([^\sA-Za-z0-9])/g, (_, c) => hold(escapeHtml(c)));
-  s = escapeHtml(s)
-    .replace(/&lt;t:(-?\d+)(?::([tTdDfFR]))?&gt;/g, (_, sec, style) => hold(timestamp(Number(sec), style)))
-    .replace(/&lt;@!?(\d+)&gt;/g, (_, id) => hold(mention(id)))
-    .replace(/&lt;#(\d+)&gt;/g, (_, id) => hold(channelMention(id)))
-    .replace(/^&gt; (.*)$/gm, '<span class="quote">$1</span>')
-    .replace(/\*\*([^*]+)\*\*/g, "<b>$1</b>")
-    .replace(/__([^_]+)__/g, "<u>$1</u>")
-    .replace(/~~([^~]+)~~/g, "<s>$1</s>")
-    .replace(/(^|\W)\*([^*\s][^*]*)\*(?=\W|$)/g, "$1<i>$2</i>")
-    .replace(/(^|\W)_([^_\s][^_]*)_(?=\W|$)/g, "$1<i>$2</i>");
-  s = icons(s);
-  // Held parts may hold others (a timestamp inside nothing else, but keep it general).
-  for (let i = 0; i < 3 && s.includes("\uE000"); i++) {
-    s = s.replace(/\uE000(\d+)\uE001/g, (_, i) => held[Number(i)]);
-  }
-  return s;
-}
-
-function timestamp(seconds, style) {
-  const title = new Date(seconds * 1000).toLocaleString([], TIMESTAMP_STYLES.F);
-  const text = style === "R" ? relative(seconds)
-    : new Date(seconds * 1000).toLocaleString([], TIMESTAMP_STYLES[style || "f"]);
-  return `<time class="ts" data-ts="${seconds}" data-style="${style || "f"}" title="${escapeHtml(title)}">${
-    escapeHtml(text)}</time>`;
-}
-
-// Relative times stay live, as Discord's client keeps them.
-function tickTimes() {
-  for (const el of document.querySelectorAll('time.ts[data-style="R"]')) {
-    const text = relative(Number(el.dataset.ts));
-    if (el.textContent !== text) el.textContent = text;
-  }
-}
-
-function colorFor(id) {
-  const palette = ["#5865f2", "#eb459e", "#3ba55c", "#faa61a", "#ed4245", "#737f8d"];
-  return palette[Number(String(id).slice(-3)) % palette.length];
-}
-
-function timeOf(iso) {
-  return new Date(iso).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
-}
-
-// ----- messages ------------------------------------------------------------------------------
-
-const BUTTON_STYLES = { 1: "primary", 2: "secondary", 3: "success", 4: "danger", 5: "link" };
-
-function renderEmbed(embed) {
-  const color = embed.color != null ? `#${embed.color.toString(16).padStart(6, "0")}` : "";
-  const fields = (embed.fields || []).map((f) => `
-    <div class="field${f.inline ? "" : " wide"}"><div class="name">${markdown(f.name)}</div>
-    <div class="value">${markdown(f.value)}</div></div>`).join("");
-  return `<div class="embed"${color ? ` style="border-left-color:${color}"` : ""}>
-    ${embed.author ? `<div class="footer">${escapeHtml(embed.author.name)}</div>` : ""}
-    ${embed.title ? `<div class="title">${markdown(embed.title)}</div>` : ""}
-    ${embed.description ? `<div class="description">${markdown(embed.description)}</div>` : ""}
-    ${fields ? `<div class="fields">${fields}</div>` : ""}
-    ${embed.footer ? `<div class="footer">${markdown(embed.footer.text)}</div>` : ""}
-  </div>`;
-}
-
-function renderComponents(rows) {
-  return (rows || []).filter((row) => row.type === 1).map((row) => `<div class="row">${
-    (row.components || []).filter((c) => c.type === 2).map((c) => {
-      const style = BUTTON_STYLES[c.style] || "secondary";
-      const label = `${c.emoji && c.emoji.name ? c.emoji.name + " " : ""}${escapeHtml(c.label || "")}`;
-      if (c.style === 5) return `<a class="button link" href="${escapeHtml(c.url)}" target="_blank">${label}</a>`;
-      return `<button type="button" class="${style}" data-custom-id="${escapeHtml(c.custom_id)}"
-        ${c.disabled ? "disabled" : ""}>${label}</button>`;
-    }).join("")}</div>`).join("");
-}
-
-function firstJobId(msg) {
-  const isJob = jobIdPattern();
-  if (!isJob) return null;
-  const found = [...String(msg.content || "").matchAll(/`([^`]+)`/g)].find((m) => isJob.test(m[1]));
-  return found ? found[1] : null;
-}
-
-function renderMessage(msg) {
-  if (msg.type === 18) {
-    return `<div class="system-line">${ICONS["🧵"]} <b>${escapeHtml(msg.author.username)}</b> started a thread:
-      <button type="button" class="thread-link" data-thread="${msg.thread ? msg.thread.id : ""}"><span
-      class="thread-name">${escapeHtml(msg.content)}</span></button></div>`;
-  }
-  const author = msg.author;
-  const meta = msg.interaction_metadata;
-  const command = msg.command || (meta && meta.name);
-  const used = meta && command
-    ? `<div class="used">↳ <b>${escapeHtml(meta.user.username)}</b> used <b class="command">/${escapeHtml(command)}</b></div>` : "";
-  const body = msg.loading
-    ? `<div class="content">${escapeHtml(author.username)} is thinking…</div>`
-    : `<div class="content">${markdown(msg.content)}</div>`;
-  const edited = msg.edited_timestamp
-    ? `<span class="edited" title="${msg.version_count} versions">(edited)</span>` : "";
-  const job = msg.thread ? firstJobId(msg) : null;
-  const chip = job ? `<span class="job-state" data-job-state="${escapeHtml(job)}"></span>` : "";
-  const thread = msg.thread
-    ? `<div class="thread-line"><button type="button" class="thread-link" data-thread="${msg.thread.id}">${
-      ICONS["🧵"]}<span class="thread-name">${escapeHtml(msg.thread.name)}</span> ›</button>${chip}</div>` : "";
-  const note = msg.ephemeral
-    ? `<div class="ephemeral-note">${ICONS["👁"]} Only you can see this ·
-       <button type="button" class="dismiss" data-dismiss="${msg.id}">Dismiss message</button></div>` : "";
-  return `${used}<div class="avatar" style="background:${colorFor(author.id)}">${
-    escapeHtml(author.username.slice(0, 1).toUpperCase())}</div>
-    <div class="head"><span class="author">${escapeHtml(author.global_name || author.username)}</span>
-    ${author.bot ? '<span class="tag">APP</span>' : ""}<time>${timeOf(msg.timestamp)}</time>${edited}</div>
-    ${body}${(msg.embeds || []).map(renderEmbed).join("")}${renderComponents(msg.components)}
-    ${thread}${note}`;
-}
-
-// Whether the acting user sees a message now: an ephemeral one only in the session it arrived
-// in (Discord drops them on reload) and until dismissed.
-function shown(msg) {
-  if (!msg.ephemeral) return true;
-  return !page.dismissed.has(msg.id) && Date.parse(msg.timestamp) >= page.loadedAt;
-}
-
-// ----- job state chips and the timeline --------------------------------------------------------
-
-let chipTimer = null;
-
-function refreshJobStates() {
-  clearTimeout(chipTimer);
-  chipTimer = setTimeout(async () => {
-    const ids = new Set([...document.querySelectorAll("[data-job-state]")].map((el) => el.dataset.jobState));
-    await Promise.all([...ids].map(async (id) => {
-      try {
-        page.jobs.set(id, await api(`/_emulator/page/jobs/${encodeURIComponent(id)}?user_id=${page.userId}`));
-      } catch (err) {
-        page.jobs.delete(id);
-      }
-    }));
-    drawJobStates();
-  }, 250);
-}
-
-const STATE_ICONS = {
-  queued: "⏳", running: "▶", cancelling: "🛑", succeeded: "✅", failed: "❌", cancelled: "⛔", unknown: "❓",
-};
-
-// The bot's answer names the job's state; while the job runs, the chip beside its thread link
-// adds how far it got ("4 of 60"), live.
-function drawJobStates() {
-  for (const el of document.querySelectorAll("[data-job-state]")) {
-    const job = page.jobs.get(el.dataset.jobState);
-    const live = job && !job.finished;
-    const progress = live && job.progress && job.progress.total
-      ? `${job.progress.done} of ${job.progress.total}` : "";
-    const html = live ? `${ICONS[STATE_ICONS[job.state]] || ""}<span>${
-      escapeHtml(progress || job.state)}</span>` : "";
-    if (el.innerHTML !== html) { el.innerHTML = html; el.dataset.state = job ? job.state : ""; }
-  }
-}
-
-function who(event) {
-  const id = String(event.by || "").replace(/^discord:/, "");
-  const known = page.world ? [...page.world.viewers, page.world.bot] : [];
-  const user = known.find((u) => u.id === id);
-  return user ? user.name : (event.by && !/^\d+$/.test(id) ? event.by : event.actor);
-}
-
-async function openTimeline(jobId) {
-  const dialog = $("#timeline");
-  const body = $(".timeline-body", dialog);
-  $("#timeline-title").textContent = `Job ${jobId}`;
-  body.innerHTML = `<p class="muted">Loading…</p>`;
-  if (!dialog.open) dialog.showModal();
-  try {
-    const job = await api(`/_emulator/page/jobs/${encodeURIComponent(jobId)}?user_id=${page.userId}`);
-    $("#timeline-title").innerHTML = `${ICONS[STATE_ICONS[job.state]] || ""} Job <code>${
-      escapeHtml(job.id)}</code> · ${escapeHtml(job.kind)} · <b>${escapeHtml(job.state)}</b>`;
-    const rows = job.events.map((e) => {
-      const at = Date.parse(e.at) / 1000;
-      const what = `${e.from ? `${ICONS[STATE_ICONS[e.from]] || ""}${escapeHtml(e.from)} → ` : ""}${
-        ICONS[STATE_ICONS[e.to]] || ""}<b>${escapeHtml(e.to)}</b>`;
-      return `<tr class="event${e.ignored ? " ignored" : ""}">
-        <td class="when">${timestamp(Math.floor(at), "T")}<br><span class="muted">${
-          new Date(e.at).toLocaleDateString()}</span></td>
-        <td class="who">${escapeHtml(who(e))}<br><span class="muted">${escapeHtml(e.actor)}</span></td>
-        <td class="what">${what}${e.ignored ? ' <span class="muted">(no effect)</span>' : ""}</td>
-        <td class="why">${e.reason ? escapeHtml(e.reason) : '<span class="muted">—</span>'}</td></tr>`;
-    }).join("");
-    body.innerHTML = `${job.task ? `<p class="task">${escapeHtml(job.task)}</p>` : ""}
-      <table><thead><tr><th>When</th><th>Who</th><th>What</th><th>Why</th></tr></thead>
-      <tbody>${rows}</tbody></table>`;
-  } catch (err) {
-    body.innerHTML = `<p class="muted">${escapeHtml(err.message)}</p>`;
-  }
 }
 
 // ----- panes ---------------------------------------------------------------------------------
@@ -318,7 +80,7 @@ class Pane {
     // A pane that changes size (the thread pane opening beside it, a narrower window) re-wraps
     // its messages; keep the newest in view.
     new ResizeObserver(() => this.follow()).observe(this.list);
-    // ...and so does anything drawn into it later (a job's state chip, a dismissed answer).
+    // ...and so does anything drawn into it later (a thread's newest message, a dismissed answer).
     new MutationObserver(() => this.follow()).observe(this.list, { childList: true, subtree: true });
   }
 
@@ -379,7 +141,10 @@ class Pane {
     let previous = null;
     for (const msg of messages) {
       seen.add(msg.id);
-      const revision = `${msg.version_count}:${msg.flags}:${msg.loading}:${msg.thread ? msg.thread.name : ""}:${msg.command}`;
+      const preview = msg.thread_preview ? `${msg.thread_preview.author.id}:${msg.thread_preview.content}` : "";
+      // A thread's starter is drawn from the message it refers to, which may change meanwhile.
+      const starter = msg.referenced_message && msg.type === 21 ? msg.referenced_message.edited_timestamp : "";
+      const revision = `${msg.version_count}:${msg.flags}:${msg.loading}:${msg.thread ? msg.thread.name : ""}:${msg.command}:${preview}:${starter}`;
       let el = this.list.querySelector(`[data-id="${msg.id}"]`);
       if (!el) {
         el = document.createElement("li");
@@ -388,7 +153,8 @@ class Pane {
       }
       if (this.revisions.get(msg.id) !== revision) {
         const wasDrawn = this.revisions.has(msg.id);
-        el.className = "message" + (msg.type === 18 ? " system" : "") +
+        // A thread's starter is drawn as the message it refers to, not as a message of its own.
+        el.className = msg.type === 21 ? "starter" : "message" + (SYSTEM_TYPES.has(msg.type) ? " system" : "") +
           (msg.ephemeral ? " ephemeral" : "") + (msg.loading ? " loading" : "");
         el.dataset.author = msg.author.id;
         el.dataset.versions = msg.version_count;
@@ -407,8 +173,6 @@ class Pane {
     } else if (!messages.length) {
       this.list.innerHTML = `<li class="empty">No messages yet. Try /summon.</li>`;
     }
-    drawJobStates();
-    refreshJobStates();
     this.follow();
   }
 
@@ -477,217 +241,6 @@ function readLocation() {
   return m ? { main: m[1], thread: m[2] || null } : { main: null, thread: null };
 }
 
-// ----- composer with command completion ------------------------------------------------------
-
-// Choosing a command from the suggestions opens Discord-like option fields: one field per
-// option (required ones first), each with its own suggestions (declared choices, or the bot's
-// autocomplete for that option, given the other fields' values). Typing `name:value` on the
-// line works too; changing the line closes the fields.
-class Composer {
-  constructor(pane, form) {
-    this.pane = pane;
-    this.form = form;
-    this.input = $(".composer-input", form);
-    this.list = $(".suggestions", form);
-    this.errorBox = $(".composer-error", form);
-    this.fields = document.createElement("div");
-    this.fields.className = "option-fields";
-    this.fields.hidden = true;
-    form.insertBefore(this.fields, this.input);
-    this.command = null; // {path, options, line} while the option fields are open
-    this.field = null; // the option field whose suggestions are shown
-    this.items = [];
-    this.selected = -1;
-    this.edits = 0; // every change to the line or an option field, to tell a new line from a sent one
-    this.form.addEventListener("input", () => { this.edits += 1; });
-    this.input.addEventListener("input", () => {
-      if (this.command && this.input.value !== this.command.line) this.closeFields();
-      this.complete();
-    });
-    this.input.addEventListener("keydown", (event) => this.onKey(event));
-    this.fields.addEventListener("input", (event) => this.completeField(event.target));
-    this.fields.addEventListener("focusin", (event) => this.completeField(event.target));
-    this.fields.addEventListener("keydown", (event) => this.onKey(event));
-    this.form.addEventListener("submit", (event) => { event.preventDefault(); this.send(); });
-    this.list.addEventListener("mousedown", (event) => {
-      const li = event.target.closest("li");
-      if (li) { event.preventDefault(); this.apply(Number(li.dataset.index)); }
-    });
-    this.form.addEventListener("focusout", () => setTimeout(() => {
-      if (!this.form.contains(document.activeElement)) this.hide();
-    }, 150));
-  }
-
-  error(text) { this.errorBox.textContent = text || ""; }
-
-  hide() { this.list.hidden = true; this.items = []; this.selected = -1; }
-
-  show(items) {
-    this.items = items;
-    this.selected = -1;
-    this.list.innerHTML = items.map((s, i) => `<li role="option" data-index="${i}">
-      <span class="label">${escapeHtml(s.label)}</span><span class="description">${escapeHtml(s.description || "")}</span></li>`).join("");
-    this.list.hidden = !items.length;
-  }
-
-  async complete() {
-    this.error("");
-    const text = this.input.value;
-    // Suggestions answer one state of the line: drop them at once when it changes (the cursor
-    // moved on to another option), and ignore answers to older states.
-    const seq = (this.seq = (this.seq || 0) + 1);
-    this.field = null;
-    this.hide();
-    if (!text.startsWith("/") || !this.pane.channelId || this.command) return;
-    const query = new URLSearchParams({ channel_id: this.pane.channelId, user_id: page.userId, text });
-    let suggestions;
-    try {
-      ({ suggestions } = await api(`/_emulator/page/complete?${query}`));
-    } catch (err) {
-      return;
-    }
-    if (seq !== this.seq || this.input.value !== text) return;
-    this.show(suggestions);
-  }
-
-  async commandOptions(path) {
-    const query = new URLSearchParams({ channel_id: this.pane.channelId });
-    const { commands } = await api(`/_emulator/page/commands?${query}`);
-    return commands[path] || null;
-  }
-
-  async apply(index) {
-    const item = this.items[index];
-    if (!item) return;
-    if (this.field && item.value !== undefined) {
-      const field = this.field;
-      field.value = item.value;
-      field.focus();
-      if (item.value.endsWith("=")) this.completeField(field); // a parameter to continue
-      else this.hide();
-      return;
-    }
-    this.input.value = item.text;
-    this.input.focus();
-    const path = /^\/([a-z0-9_-]+(?: [a-z0-9_-]+)*) $/.exec(item.text);
-    const options = path ? await this.commandOptions(path[1]).catch(() => null) : null;
-    if (options && options.length && this.input.value === item.text) {
-      this.openFields(path[1], options, item.text);
-    } else {
-      this.complete();
-    }
-  }
-
-  openFields(path, options, line) {
-    const ordered = [...options].sort((a, b) => Boolean(b.required) - Boolean(a.required));
-    this.command = { path, options: ordered, line };
-    this.hide();
-    this.fields.innerHTML = ordered.map((o) => `<label class="option-field${o.required ? " required" : ""}">
-      <span class="option-name">${escapeHtml(o.name)}</span>
-      <input class="option-input" data-option="${escapeHtml(o.name)}" spellcheck="false"
-        placeholder="${escapeHtml(o.description || "")}${o.required ? "" : " (optional)"}"></label>`).join("");
-    this.fields.hidden = false;
-    $("input", this.fields).focus();
-  }
-
-  closeFields() {
-    this.command = null;
-    this.field = null;
-    this.fields.hidden = true;
-    this.fields.innerHTML = "";
-    this.hide();
-  }
-
-  fieldValues() {
-    const values = {};
-    for (const input of this.fields.querySelectorAll("input[data-option]")) {
-      values[input.dataset.option] = input.value;
-    }
-    return values;
-  }
-
-  // One field's suggestions: its declared choices, or the bot's autocomplete for it.
-  async completeField(input) {
-    if (!this.command || !input || !input.dataset || !input.dataset.option) return;
-    this.error("");
-    const seq = (this.seq = (this.seq || 0) + 1);
-    this.field = input;
-    this.hide();
-    const option = this.command.options.find((o) => o.name === input.dataset.option);
-    const typed = input.value;
-    if (option.choices && option.choices.length) {
-      this.show(option.choices
-        .filter((c) => String(c.name).toLowerCase().includes(typed.toLowerCase()))
-        .map((c) => ({ label: String(c.name), value: String(c.value), description: option.name })));
-      return;
-    }
-    if (!option.autocomplete) return;
-    // The line the bot's autocomplete reads: the other fields, then this one (focused) last.
-    const others = Object.entries(this.fieldValues())
-      .filter(([name, value]) => name !== option.name && value.trim())
-      .map(([name, value]) => ` ${name}:${value.trim()}`).join("");
-    const base = `/${this.command.path}${others} ${option.name}:`;
-    const query = new URLSearchParams({
-      channel_id: this.pane.channelId, user_id: page.userId, text: base + typed,
-    });
-    let suggestions;
-    try {
-      ({ suggestions } = await api(`/_emulator/page/complete?${query}`));
-    } catch (err) {
-      return;
-    }
-    if (seq !== this.seq || input.value !== typed || this.field !== input) return;
-    this.show(suggestions.filter((s) => s.text.startsWith(base)).map((s) => ({
-      label: s.label, description: s.description, value: s.text.slice(base.length).replace(/ $/, ""),
-    })));
-  }
-
-  highlight(index) {
-    this.selected = index;
-    [...this.list.children].forEach((li, i) => li.classList.toggle("selected", i === index));
-  }
-
-  onKey(event) {
-    const open = !this.list.hidden && this.items.length;
-    if (event.key === "ArrowDown" && open) {
-      event.preventDefault(); this.highlight((this.selected + 1) % this.items.length);
-    } else if (event.key === "ArrowUp" && open) {
-      event.preventDefault(); this.highlight((this.selected - 1 + this.items.length) % this.items.length);
-    } else if (event.key === "Tab" && open && !event.shiftKey) {
-      event.preventDefault(); this.apply(this.selected >= 0 ? this.selected : 0);
-    } else if (event.key === "Enter" && open && this.selected >= 0) {
-      event.preventDefault(); this.apply(this.selected);
-    } else if (event.key === "Enter" && event.target !== this.input) {
-      event.preventDefault(); this.send();
-    } else if (event.key === "Escape") {
-      if (open) this.hide(); else if (this.command) { this.closeFields(); this.input.focus(); }
-    }
-  }
-
-  async send() {
-    const text = this.input.value.trim();
-    if (!text || !this.pane.channelId) return;
-    if (!page.online) { this.error("Not connected to the sandbox: nothing was sent."); return; }
-    this.seq = (this.seq || 0) + 1;
-    this.hide();
-    const body = { user_id: page.userId, channel_id: this.pane.channelId, text };
-    if (this.command) Object.assign(body, { text: `/${this.command.path}`, options: this.fieldValues() });
-    const edits = this.edits;
-    try {
-      await api("/_emulator/page/send", { method: "POST", body: JSON.stringify(body) });
-      // Clear what was sent, not what was typed since (even the same command again): a line
-      // written while this one was on its way is the person's next message.
-      if (this.edits === edits) {
-        this.closeFields();
-        this.input.value = "";
-      }
-      this.error("");
-    } catch (err) {
-      this.error(err.message);
-    }
-  }
-}
-
 // ----- sidebar and acting user ---------------------------------------------------------------
 
 function channelLink(ch) {
@@ -744,14 +297,16 @@ let worldTimer = null;
 function onEvent(event) {
   if (MESSAGE_EVENTS.has(event.kind)) {
     const channelId = event.extra.channel_id || event.data.channel_id;
+    // A thread's newest message shows under the message that started it, in the parent.
+    const thread = page.world && page.world.channels.flatMap((c) => c.threads).find((t) => t.id === channelId);
+    const parentId = thread ? thread.parent_id : null;
     for (const pane of Object.values(page.panes)) {
-      if (pane.channelId === channelId) pane.refresh();
+      if (pane.channelId === channelId || pane.channelId === parentId) pane.refresh();
     }
     if (event.kind === "message_update") {
       // A thread's name shows on its starter message; other panes may show the parent.
       for (const pane of Object.values(page.panes)) if (pane.channelId !== channelId) pane.refresh();
     }
-    refreshJobStates();
   } else if (CHANNEL_EVENTS.has(event.kind) || event.kind === "restart") {
     clearTimeout(worldTimer);
     worldTimer = setTimeout(async () => {
