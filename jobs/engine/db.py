@@ -87,9 +87,13 @@ async def ride_out(
     *,
     within: float,
     log_to: Any = None,
+    pool: asyncpg.Pool | None = None,
 ) -> T:
     """Run ``op``, retrying it with backoff while the database is unavailable, for ``within``
     seconds at most (then :class:`DatabaseUnavailable` is raised from the last error).
+
+    With ``pool``, a failure once that pool is closing is final at once: the process is closing
+    it, which no wait can outlast.
 
     ``op`` must be safe to run again after a failure whose commit may or may not have landed
     (an idempotent or fenced write).
@@ -103,7 +107,7 @@ async def ride_out(
             left = deadline - time.monotonic()
             if not is_unavailable(exc):
                 raise
-            if left <= 0:
+            if left <= 0 or (pool is not None and pool.is_closing()):
                 raise DatabaseUnavailable(f"{what}: {type(exc).__name__}: {exc}"[:300]) from exc
             failures += 1
             delay = backoff(failures, base=0.1, cap=2.0, jitter=False)

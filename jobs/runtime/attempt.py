@@ -103,10 +103,13 @@ class Attempt:
 
         A job fails only because of its own work, never because Errand could not write about
         it: the write is retried while the database is unavailable (:data:`UNAVAILABLE`), up to
-        ``write_within`` seconds, then :class:`~jobs.engine.db.DatabaseUnavailable` is raised.
+        ``write_within`` seconds (or until this process closes its pool), then
+        :class:`~jobs.engine.db.DatabaseUnavailable` is raised.
         Every write passed here is idempotent or fenced by the attempt.
         """
-        return await ride_out(what, op, within=self.write_within, log_to=self.log)
+        return await ride_out(
+            what, op, within=self.write_within, log_to=self.log, pool=self.store.pool
+        )
 
     def request_stop(self, why: StopReason) -> None:
         """Tell the handler to stop (called by the runtime).
