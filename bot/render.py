@@ -29,13 +29,14 @@ ICONS: dict[State, str] = {
     State.SUCCEEDED: "✅",
     State.FAILED: "❌",
     State.CANCELLED: "⛔",
+    State.WAITING: "⏸️",
     State.UNKNOWN: "❓",
 }
 
 NOTICE_STATES = frozenset({State.SUCCEEDED, State.FAILED, State.CANCELLED, State.UNKNOWN})
 """States whose transition gets a notice that mentions the requester."""
 
-CANCELLABLE = frozenset({State.QUEUED, State.RUNNING})
+CANCELLABLE = frozenset({State.QUEUED, State.RUNNING, State.WAITING})
 """States in which the progress message carries a Cancel button."""
 
 
@@ -160,6 +161,11 @@ def progress(
         )
         if job.state is State.CANCELLING:
             lines.append(f"Stopping: {code(job.cancel_reason or job.reason or 'cancel', 200)}")
+    elif job.state is State.WAITING:
+        lines.append(waiting_line(job))
+        if shown:
+            lines.append(shown)
+        lines.append(" · ".join(x for x in (attempt, used) if x))
     elif job.state is State.UNKNOWN:
         if shown:
             lines.append(shown)
@@ -190,6 +196,12 @@ def progress(
             lines.append(f"Assets: {names}{more}")
     content = "\n".join(lines)[:MAX_CONTENT]
     return Progress(job.state, content, job.state in CANCELLABLE)
+
+
+def waiting_line(job: JobView) -> str:
+    """What a waiting job waits for, and since when."""
+    why = f": {code(job.reason, 200)}" if job.reason else ""
+    return f"Waiting{why} · since {stamp(job.updated_at)}"
 
 
 def notice(job: JobView, row: Notice, user_id: int | None) -> str:
@@ -255,6 +267,8 @@ def status_page(
     elif job.state is State.QUEUED and job.attempts:
         times.append(f"next try {stamp(job.run_at)}")
     lines.append(" · ".join(times))
+    if job.state is State.WAITING:
+        lines.append(waiting_line(job))
     if thread_id:
         lines.append(f"Thread: <#{thread_id}>")
     if job.state is State.UNKNOWN:
@@ -300,6 +314,7 @@ ANSWER_STATE = {
     State.SUCCEEDED: "**succeeded**",
     State.FAILED: "**failed**",
     State.CANCELLED: "was **cancelled**",
+    State.WAITING: "is **waiting**",
     State.UNKNOWN: "ended **unknown**: it needs a look",
 }
 """How the /summon answer words each state: the requester's first place to see it."""

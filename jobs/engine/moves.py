@@ -34,6 +34,9 @@ class AttemptOutcome(StrEnum):
     and did not heartbeat within the grace after it (docs/state-machine.md)."""
     REVOKED = "revoked"
     """A forced cancel or the cancel grace ended it while it ran."""
+    PARKED = "parked"
+    """Its handler waits (a question, a message, a time) longer than a worker keeps it: the job
+    is ``waiting`` (or queued again at once when what it waits for came meanwhile)."""
 
 
 Fence = Literal["attempt", "none"]

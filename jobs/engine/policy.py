@@ -49,7 +49,17 @@ FINISH: Mapping[Out, Policy] = {
         _ACK,
     ),
     Out.UNKNOWN: _worker(S.UNKNOWN, Move(S.RUNNING, S.UNKNOWN, outcome=Out.UNKNOWN)),
+    # A park uses up nothing (docs/state-machine.md, "Waiting"); once cancelling it ends cancelled.
+    Out.PARKED: _worker(S.WAITING, Move(S.RUNNING, S.WAITING, outcome=Out.PARKED), _ACK),
 }
+
+PARKED_SATISFIED = _worker(
+    S.QUEUED,
+    Move(S.RUNNING, S.QUEUED, "what it waited for came while it parked", outcome=Out.PARKED),
+    _ACK,
+)
+"""A park whose answer, message or time came before the park was written: queued, due at once,
+instead of waiting for something that already happened."""
 
 STOP_MID_RUN = _worker(S.UNKNOWN, Move(S.RUNNING, S.UNKNOWN, outcome=Out.RELEASED), _ACK)
 """Stopped by a worker shutdown, but not safe to run again from the start: nobody knows how far
@@ -63,7 +73,14 @@ def cancel(actor: Actor) -> Policy:
     """A cancel: ``queued`` is cancelled at once, ``running`` is told to stop (the row's reason,
     the request's, is the reason)."""
     return Policy(
-        actor, (Move(S.QUEUED, S.CANCELLED), Move(S.RUNNING, S.CANCELLING)), "none", S.CANCELLED
+        actor,
+        (
+            Move(S.QUEUED, S.CANCELLED),
+            Move(S.RUNNING, S.CANCELLING),
+            Move(S.WAITING, S.CANCELLED),  # nothing runs: cancelled at once
+        ),
+        "none",
+        S.CANCELLED,
     )
 
 
@@ -73,6 +90,7 @@ FORCE_CANCEL = Policy(
         Move(S.QUEUED, S.CANCELLED),
         Move(S.RUNNING, S.CANCELLED, outcome=Out.REVOKED),
         Move(S.CANCELLING, S.CANCELLED, outcome=Out.REVOKED),
+        Move(S.WAITING, S.CANCELLED),
         Move(S.UNKNOWN, S.CANCELLED),
     ),
     "none",
@@ -97,11 +115,21 @@ def resolve(actor: Actor, target: S) -> Policy:
 
 DEADLINE = Policy(
     Actor.SYSTEM,
-    (Move(S.QUEUED, S.CANCELLED, "timed_out"), Move(S.RUNNING, S.CANCELLING, "timed_out")),
+    (
+        Move(S.QUEUED, S.CANCELLED, "timed_out"),
+        Move(S.RUNNING, S.CANCELLING, "timed_out"),
+        Move(S.WAITING, S.CANCELLED, "timed_out"),
+    ),
     "none",
     S.CANCELLED,
 )
-"""What a deadline does: a job not started is cancelled at once, a running one told to stop."""
+"""What a deadline does: a job not running is cancelled at once, a running one told to stop."""
+
+
+def wake(actor: Actor) -> Policy:
+    """A waiting job's wait is over: an answer or a message came (requester, operator) or its
+    timer passed (system). Queued, due at once (the row's ``run_at``), with the row's reason."""
+    return Policy(actor, (Move(S.WAITING, S.QUEUED),), "none", S.QUEUED)
 
 
 def cancel_forced(reason: str, outcome: Out) -> Policy:
@@ -145,5 +173,6 @@ SQL_SETS: Mapping[str, frozenset[S]] = {
     "terminal": TERMINAL,
     "active": ACTIVE,
     "deadline": frozenset(m.source for m in DEADLINE.moves),
+    "waiting": frozenset(m.source for m in wake(Actor.SYSTEM).moves),
 }
 """The sets of states the SQL names as ``{set}`` (written in when the queries load)."""

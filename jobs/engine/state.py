@@ -41,6 +41,13 @@ class State(StrEnum):
     CANCELLED = "cancelled"
     """Terminal: stopped on request (``reason`` names who and why, ``forced`` or ``timed_out``)."""
 
+    WAITING = "waiting"
+    """Not terminal, and nothing runs: the handler asked a question, waits for a message or for
+    a time, and its attempt ended (``parked``), so it holds no lease and no worker slot. The job
+    records what it waits for and until when (``wait_*``). Left by an answer or a message
+    (requester or operator: queued, due at once), its timer (system: queued), a cancel
+    (cancelled at once) or its deadline (cancelled, ``timed_out``)."""
+
     UNKNOWN = "unknown"
     """The outcome is indeterminate (e.g. a side effect was in flight when the worker died and
     cannot be looked up). Not terminal and never retried automatically: an operator (or the
@@ -80,8 +87,9 @@ TRANSITIONS: Mapping[tuple[State, Actor], frozenset[State]] = {
     # running
     (S.RUNNING, A.REQUESTER): frozenset({S.CANCELLING}),
     (S.RUNNING, A.OPERATOR): frozenset({S.CANCELLING, S.CANCELLED}),  # cancelled = --force
-    # queued = retry or released on shutdown; unknown = an effect's outcome could not be known.
-    (S.RUNNING, A.WORKER): frozenset({S.SUCCEEDED, S.FAILED, S.QUEUED, S.UNKNOWN}),
+    # queued = retry, released on shutdown, or parked with its answer already there; waiting =
+    # parked; unknown = an effect's outcome could not be known.
+    (S.RUNNING, A.WORKER): frozenset({S.SUCCEEDED, S.FAILED, S.QUEUED, S.WAITING, S.UNKNOWN}),
     # reaper on an expired lease (queued/failed/unknown); deadline (cancelling).
     (S.RUNNING, A.SYSTEM): frozenset({S.QUEUED, S.FAILED, S.UNKNOWN, S.CANCELLING}),
     # cancelling: a failure or a release now ends as cancelled, never as a retry; a success the
@@ -90,6 +98,12 @@ TRANSITIONS: Mapping[tuple[State, Actor], frozenset[State]] = {
     (S.CANCELLING, A.SYSTEM): frozenset({S.CANCELLED}),  # grace over or lease expired: forced
     (S.CANCELLING, A.OPERATOR): frozenset({S.CANCELLED}),
     (S.CANCELLING, A.REQUESTER): frozenset(),  # a repeated cancel changes nothing
+    # waiting: nothing runs, so a cancel ends it at once; an answer or a message (a person) or
+    # its timer (the system) queues it, due at once; the deadline cancels it.
+    (S.WAITING, A.REQUESTER): frozenset({S.QUEUED, S.CANCELLED}),
+    (S.WAITING, A.OPERATOR): frozenset({S.QUEUED, S.CANCELLED}),
+    (S.WAITING, A.SYSTEM): frozenset({S.QUEUED, S.CANCELLED}),
+    (S.WAITING, A.WORKER): frozenset(),  # no attempt runs: a worker has nothing to say
     # unknown: resolved by a person, never by a worker or the system.
     (S.UNKNOWN, A.OPERATOR): frozenset({S.SUCCEEDED, S.FAILED, S.QUEUED, S.CANCELLED}),
     # The kind must also allow its requester to resolve (checked by the store).

@@ -72,7 +72,7 @@ def row(to: str, reason: str | None = None, actor: Actor = Actor.WORKER) -> Noti
 
 
 @pytest.mark.parametrize("state", list(State))
-def test_every_state_renders_its_name_and_id_and_only_live_ones_can_be_cancelled(
+def test_every_state_renders_its_name_and_id_and_only_cancellable_ones_have_the_button(
     state: State,
 ) -> None:
     finished = (
@@ -85,7 +85,8 @@ def test_every_state_renders_its_name_and_id_and_only_live_ones_can_be_cancelled
         shown.content.splitlines()[0]
         == f"{render.ICONS[state]} **{state.value}** · `k7m2x9qa` · demo"
     )
-    assert shown.cancellable == (state in {State.QUEUED, State.RUNNING})
+    # A waiting job runs nothing: a cancel ends it at once, so it keeps its Cancel button.
+    assert shown.cancellable == (state in {State.QUEUED, State.RUNNING, State.WAITING})
     assert len(shown.content) <= 2000
 
 

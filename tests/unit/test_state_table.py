@@ -27,12 +27,17 @@ EXPECTED: dict[tuple[str, str], set[str]] = {
     ("queued", "system"): {"cancelled"},
     ("running", "requester"): {"cancelling"},
     ("running", "operator"): {"cancelling", "cancelled"},
-    ("running", "worker"): {"succeeded", "failed", "queued", "unknown"},
+    ("running", "worker"): {"succeeded", "failed", "queued", "waiting", "unknown"},
     ("running", "system"): {"queued", "failed", "unknown", "cancelling"},
     ("cancelling", "requester"): set(),
     ("cancelling", "operator"): {"cancelled"},
     ("cancelling", "worker"): {"cancelled", "succeeded"},
     ("cancelling", "system"): {"cancelled"},
+    # waiting: nothing runs; an answer, a message or a timer queues it, a cancel ends it at once.
+    ("waiting", "requester"): {"queued", "cancelled"},
+    ("waiting", "operator"): {"queued", "cancelled"},
+    ("waiting", "worker"): set(),
+    ("waiting", "system"): {"queued", "cancelled"},
     ("unknown", "requester"): {"succeeded", "failed", "queued"},
     ("unknown", "operator"): {"succeeded", "failed", "queued", "cancelled"},
     ("unknown", "worker"): set(),
@@ -53,7 +58,7 @@ def test_every_state_actor_target_matches_the_independent_table(
 
 
 def test_the_state_list_is_complete() -> None:
-    """Exactly the seven documented states exist, each with a docstring saying who moves it."""
+    """Exactly the eight documented states exist, each with a docstring saying who moves it."""
     assert {s.value for s in State} == {
         "queued",
         "running",
@@ -61,6 +66,7 @@ def test_the_state_list_is_complete() -> None:
         "succeeded",
         "failed",
         "cancelled",
+        "waiting",
         "unknown",
     }
     source = Path("jobs/engine/state.py").read_text()
@@ -80,7 +86,8 @@ def test_sources_is_the_inverse_of_the_table() -> None:
     """The CAS WHERE clause for (actor, target) lists exactly the states allowing it."""
     assert sources(Actor.WORKER, State.RUNNING) == {State.QUEUED}
     assert sources(Actor.WORKER, State.SUCCEEDED) == {State.RUNNING, State.CANCELLING}
-    assert sources(Actor.REQUESTER, State.CANCELLED) == {State.QUEUED}
+    assert sources(Actor.REQUESTER, State.CANCELLED) == {State.QUEUED, State.WAITING}
+    assert sources(Actor.SYSTEM, State.QUEUED) == {State.RUNNING, State.WAITING}
 
 
 def test_check_moves_refuses_a_move_not_in_the_table() -> None:

@@ -42,6 +42,7 @@ const ICONS = {
   "✅": svg(":white_check_mark:", '<rect x="1" y="1" width="18" height="18" rx="4" fill="#248046"/><path d="M5.5 10.5l3 3 6-7" fill="none" stroke="#fff" stroke-width="2.4" stroke-linecap="round" stroke-linejoin="round"/>'),
   "❌": svg(":x:", '<path d="M4.5 4.5l11 11M15.5 4.5l-11 11" stroke="#f23f43" stroke-width="3.2" stroke-linecap="round"/>'),
   "⛔": svg(":no_entry:", '<circle cx="10" cy="10" r="9" fill="#da373c"/><rect x="4.5" y="8.7" width="11" height="2.6" rx="1" fill="#fff"/>'),
+  "⏸": svg(":pause_button:", '<rect x="1" y="1" width="18" height="18" rx="4" fill="#5865f2"/><rect x="6" y="5.5" width="2.8" height="9" rx="0.8" fill="#fff"/><rect x="11.2" y="5.5" width="2.8" height="9" rx="0.8" fill="#fff"/>'),
   "❓": svg(":question:", glyph("#e67e22", "?")),
   "⚠": svg(":warning:", '<path d="M10 1.5L19 18H1z" fill="#f0b232"/><text x="10" y="16" text-anchor="middle" font-size="11" font-weight="700" font-family="sans-serif" fill="#1e1f22">!</text>'),
   "🧵": svg(":thread:", '<path d="M3 4.5h14M3 10h14M3 15.5h9" stroke="currentColor" stroke-width="2" stroke-linecap="round"/>'),
