@@ -3,8 +3,9 @@
 Every one is an :class:`ErrandError`, in two families: :class:`Refused` and its subclasses are
 answers to a caller of the store (transports map them to user-facing messages); the others end
 or interrupt a handler's attempt (:class:`JobFailed`, :class:`JobCancelled`, :class:`LeaseLost`,
-:class:`BudgetExceeded`, :class:`EffectInDoubt`, :class:`DatabaseUnavailable`) and the runtime
-maps them to the attempt's outcome (see :mod:`jobs.runtime.execute`).
+:class:`BudgetExceeded`, :class:`EffectInDoubt`, :class:`DatabaseUnavailable`,
+:class:`JobParked`) and the runtime maps them to the attempt's outcome (see
+:mod:`jobs.runtime.execute`).
 """
 
 from __future__ import annotations
@@ -73,6 +74,19 @@ class NotAllowed(Refused):
     """The caller is not permitted to do this to this job."""
 
 
+class NoOpenQuestion(Refused):
+    """An answer to a job that asks nothing (now), or to a question it never asked."""
+
+
+class NotOffered(Refused):
+    """An answer that is not one of the question's choices (and it takes no words of one's
+    own); nothing was recorded."""
+
+
+class JobEnded(Refused):
+    """A message to a job that has ended: nobody would read it; nothing was recorded."""
+
+
 # -- what ends or interrupts a handler's attempt ---------------------------------------------
 
 
@@ -86,6 +100,21 @@ class JobCancelled(ErrandError):
 
 class LeaseLost(ErrandError):
     """This attempt no longer holds the job's lease: whatever it writes would be ignored."""
+
+
+class JobParked(ErrandError):
+    """Raised inside a handler that waits longer than its worker keeps it (``ctx.ask``, a long
+    ``ctx.sleep``...): the attempt ends and the job waits without a worker. Let it through, as
+    :class:`JobCancelled`: the job resumes from its checkpoint once the wait is over."""
+
+
+class NoAnswer(JobFailed):
+    """``ctx.ask`` ran out of time without an answer and was given no default: the job fails
+    (no retry) unless the handler catches it."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"no answer to question {key!r} in time")
+        self.key = key
 
 
 BOUND_NAMES: dict[str, str] = {

@@ -53,6 +53,9 @@ class WorkerSettings(BaseSettings):
     # Retries wait base * 2**(attempt-1) seconds with full jitter, at most retry_cap_seconds.
     retry_base_seconds: float = Field(default=1.0, ge=0)
     retry_cap_seconds: float = Field(default=300.0, ge=0)
+    # How long a handler waits for an answer or a message in its worker before it parks (the job
+    # waits without a worker slot); a sleep longer than this parks at once. 0: park at once.
+    park_after_seconds: float = Field(default=30.0, ge=0)
 
 
 class BudgetSettings(BaseSettings):

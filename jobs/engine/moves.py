@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any, Literal
 
+from jobs.engine.mail import Message, Question, Wait
 from jobs.engine.state import Actor, State, check_moves
 from jobs.engine.views import JobView
 
@@ -93,6 +94,8 @@ class Row:
     reason: str | None = None
     run_at: datetime | None = None
     mid_run: bool = False
+    wait: Wait | None = None
+    """A parked attempt's wait (outcome ``parked``): what its handler waits for."""
 
 
 Finish = Row
@@ -158,3 +161,38 @@ class ResolveAs(StrEnum):
 Verdict = Literal["cancelling", "lost"]
 """A heartbeat's answer for an attempt that must stop: a cancel was requested (``cancelling``), or
 the attempt no longer holds the lease (``lost``)."""
+
+
+class AnswerResult(StrEnum):
+    """What an answer did."""
+
+    ANSWERED = "answered"
+    """The question's first valid answer: recorded, and the job resumes."""
+    ALREADY_ANSWERED = "already_answered"
+    """Someone answered first; this one is recorded as refused and changes nothing."""
+    CLOSED = "closed"
+    """The question was closed (timed out, or the job was cancelled or ended); refused."""
+
+
+@dataclass(frozen=True)
+class AnswerOutcome:
+    """An answer's outcome, the question as it now is and the job; ``why`` says why a refused
+    answer was refused, in words."""
+
+    result: AnswerResult
+    question: Question
+    job: JobView
+    why: str | None = None
+    replayed: bool = False
+    """The transport sent this answer before (a resent interaction): nothing was recorded."""
+
+
+@dataclass(frozen=True)
+class TellOutcome:
+    """A follow-up's outcome: the message as recorded and the job (queued when it waited for a
+    message)."""
+
+    message: Message
+    job: JobView
+    replayed: bool = False
+    """The transport sent this message before: nothing was recorded."""

@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, ClassVar, NamedTuple
 
 import asyncpg
 
 from jobs.engine.ids import incarnation
+from jobs.engine.mail import Question
 from jobs.engine.queries import engine_queries
 from jobs.engine.state import Actor, State
 from jobs.engine.views import JobView
@@ -43,7 +44,9 @@ OUTBOX_CHANNEL = "errand_outbox"
 PROGRESS_CHANNEL = "errand_progress"
 """NOTIFY channel: a job's progress changed (payload: its public id)."""
 TOPIC = "transition"
-"""What every notice is about today: a job's transition (a label of the notice metrics)."""
+"""What most notices are about: a job's transition (a label of the notice metrics)."""
+QUESTION_TOPIC = "question"
+"""A notice about one of the job's questions: asked, answered, timed out or closed."""
 
 _SQL = engine_queries()
 
@@ -72,11 +75,18 @@ class Notice:
     """When it is next due (its backoff, or its lease while claimed)."""
     lease_token: uuid.UUID | None = None
     """The lease this notice was claimed under; writes about it are fenced by it."""
+    topic: str = TOPIC
+    """``transition`` (a state change) or ``question`` (a change of one of its questions)."""
+    question: Question | None = None
+    """A question's notice (claimed in a round): the question as it is now, with its answer."""
+    question_shown_as: str | None = None
+    """What the transport made of the question (the message an earlier notice posted)."""
 
     @classmethod
     def from_record(cls, r: asyncpg.Record, prefix: str = "") -> Notice:
         """The notice in ``r``, whose columns are named ``prefix`` + the event's column."""
         return cls(
+            topic=r[f"{prefix}topic"],
             id=r[f"{prefix}id"],
             job_id=r[f"{prefix}job_id"],
             from_state=State(r[f"{prefix}from_state"]) if r[f"{prefix}from_state"] else None,
@@ -98,7 +108,7 @@ class Notice:
         return {
             "id": self.id,
             "event_id": self.id,
-            "topic": TOPIC,
+            "topic": self.topic,
             "payload": {
                 "from": self.from_state.value if self.from_state else None,
                 "to": self.to_state.value,
@@ -147,8 +157,17 @@ class NoticeRound:
         return cls(
             job=JobView.from_record(first),
             assets=tuple(AssetLine(name, size) for name, size in assets),
-            notices=tuple(Notice.from_record(r, "n_") for r in rows if r["n_id"] is not None),
+            notices=tuple(_notice_of(r) for r in rows if r["n_id"] is not None),
         )
+
+
+def _notice_of(r: asyncpg.Record) -> Notice:
+    """A leased notice in a ``notice_round`` row, with its question when it is about one."""
+    notice = Notice.from_record(r, "n_")
+    if r["q_id"] is None:
+        return notice
+    question = Question.from_record(r, "q_")
+    return replace(notice, question=question, question_shown_as=r["q_shown_as"])
 
 
 @dataclass(frozen=True)

@@ -137,8 +137,11 @@ class AttemptRecords:
 
     # -- checkpoints and time -----------------------------------------------------------
 
-    async def save_checkpoint(self, state: Any, job_usage: dict[str, Any] | None) -> None:
-        """Save the handler's state, with the job's usage so far, in one fenced statement.
+    async def save_checkpoint(
+        self, state: Any, job_usage: dict[str, Any] | None, mailbox_read: int | None = None
+    ) -> None:
+        """Save the handler's state, with the job's usage so far and how far it read its
+        mailbox (None: as saved before), in one fenced statement.
 
         Raises:
             LeaseLost: nothing was written.
@@ -150,6 +153,7 @@ class AttemptRecords:
             attempt_id=self.attempt_id,
             state=state,
             usage=job_usage,
+            mailbox_read=mailbox_read,
         )
         if row is None:
             raise LeaseLost(self.public_id)

@@ -9,6 +9,7 @@ from typing import Any
 
 import asyncpg
 
+from jobs.engine.mail import Message, Question
 from jobs.engine.state import State
 
 
@@ -87,6 +88,13 @@ class JobView:
     # Attempts that used up one of max_attempts (handler failures, counted crashes); a release
     # on shutdown, a lease lost in an outage or an ordinary crash is an attempt, not a failure.
     failures: int = 0
+    # The job's last park (docs/state-machine.md, "Waiting"): what it waits for while waiting
+    # ("question", "message", "time"), the question's key and words, until when, since when.
+    wait_for: str | None = None
+    wait_key: str | None = None
+    wait_text: str | None = None
+    wait_until: datetime | None = None
+    wait_since: datetime | None = None
 
     @classmethod
     def from_record(cls, r: Any) -> JobView:
@@ -104,6 +112,21 @@ class JobView:
         """The one progress line of every transport ("Step 5 of 5 · counting"), or None."""
         return progress_line(self.progress)
 
+    @property
+    def waiting(self) -> dict[str, Any] | None:
+        """What a waiting job waits for and until when (None unless it is waiting), as
+        ``--json`` shows it: ``for`` (question, message, time), the question's ``key`` and
+        words, ``until`` (None: no timer) and ``since``."""
+        if self.state is not State.WAITING:
+            return None
+        return {
+            "for": self.wait_for,
+            "key": self.wait_key,
+            "question": self.wait_text,
+            "until": _iso(self.wait_until),
+            "since": _iso(self.wait_since),
+        }
+
     def to_json(self) -> dict[str, Any]:
         """The documented JSON shape (``errand job ... --json``)."""
         return {
@@ -118,6 +141,7 @@ class JobView:
             "max_attempts": self.max_attempts,
             "progress": self.progress,
             "progress_line": self.progress_line,
+            "waiting": self.waiting,
             "usage": self.usage,
             "result": self.result,
             "error": self.error,
@@ -147,10 +171,14 @@ class EventView:
     at: datetime
     data: Any
     ignored: bool
+    topic: str = "transition"
+    """``transition``, or ``question`` (one of its questions was asked, answered or closed;
+    the state did not change)."""
 
     @classmethod
     def from_record(cls, r: Any) -> EventView:
         return cls(
+            topic=r["topic"],
             id=r["id"],
             from_state=State(r["from_state"]) if r["from_state"] else None,
             to_state=State(r["to_state"]),
@@ -164,6 +192,7 @@ class EventView:
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "topic": self.topic,
             "from": self.from_state.value if self.from_state else None,
             "to": self.to_state.value,
             "actor": self.actor,
@@ -210,6 +239,16 @@ class JobStatus:
     # The runtime's record: steps (name, usage, outcome) and assets (what is left behind).
     steps: list[dict[str, Any]] = field(default_factory=list)
     assets: list[dict[str, Any]] = field(default_factory=list)
+    # Its conversation: the questions it asked and its mailbox.
+    questions: list[Question] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
+
+    @property
+    def open_question(self) -> Question | None:
+        """The question to answer now: the one it waits for, else its oldest open one."""
+        open_ones = [q for q in self.questions if q.is_open]
+        waited = [q for q in open_ones if q.key == self.job.wait_key]
+        return next(iter(waited or open_ones), None)
 
     def to_json(self) -> dict[str, Any]:
         out = self.job.to_json()
@@ -217,6 +256,8 @@ class JobStatus:
         out["events"] = [e.to_json() for e in self.events]
         out["steps"] = self.steps
         out["assets"] = self.assets
+        out["questions"] = [q.to_json() for q in self.questions]
+        out["messages"] = [m.to_json() for m in self.messages]
         return out
 
 

@@ -14,11 +14,13 @@ from contextlib import contextmanager
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from jobs.engine.attempt_mail import AttemptMail
 from jobs.engine.db import ride_out
+from jobs.engine.mail import Wait
 from jobs.engine.records import AttemptRecords
 from jobs.engine.store import JobStore
 from jobs.engine.views import Claim
-from jobs.errors import JobCancelled
+from jobs.errors import JobCancelled, JobParked
 from jobs.logs import structlog_module
 
 if TYPE_CHECKING:
@@ -47,6 +49,10 @@ class Attempt:
         """The job and attempt this is, as the claim returned them."""
         self.store = store
         self.records = AttemptRecords(store.pool, claim.job_id, claim.attempt_id, claim.public_id)
+        self.mail = AttemptMail(store.pool, claim.job_id, claim.attempt_id, claim.public_id)
+        """Its questions and its mailbox (:mod:`jobs.runtime.waits` waits on them)."""
+        self.parked: Wait | None = None
+        """Set when the handler parks: what it waits for (the attempt then ends ``parked``)."""
         self.cancelled = asyncio.Event()
         """Set when this attempt must stop; a handler may await it directly."""
         self.stop_reason: StopReason | None = None
@@ -158,6 +164,9 @@ class Attempt:
             raise JobCancelled(StopReason.CANCEL)
 
     def checkpoint(self) -> None:
-        """Raise :class:`~jobs.errors.JobCancelled` if this attempt was asked to stop."""
+        """Raise :class:`~jobs.errors.JobCancelled` if this attempt was asked to stop, and
+        :class:`~jobs.errors.JobParked` again if the handler parked (it must not go on)."""
         if self.cancelled.is_set():
             raise JobCancelled(self.stop_reason or StopReason.CANCEL)
+        if self.parked is not None:
+            raise JobParked("the job parked; it resumes from its checkpoint")

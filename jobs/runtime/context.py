@@ -1,5 +1,6 @@
 """What a handler receives: the job's identity, cancellation, progress, a bound logger, and the
-runtime API: budgeted steps, guarded effects, assets and blocking work off the event loop."""
+runtime API: budgeted steps, guarded effects, assets, blocking work off the event loop, and its
+conversation: questions, follow-ups and waits (:mod:`jobs.runtime.waits`)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,15 @@ import contextvars
 import functools
 import json
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
+from datetime import datetime
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar, overload
 
 import jobs.limits as limits
 from jobs.engine.db import UNAVAILABLE
+from jobs.engine.mail import Message
 from jobs.engine.store import JobStore
 from jobs.engine.views import Claim
 from jobs.errors import DatabaseUnavailable
@@ -23,6 +26,7 @@ from jobs.runtime.attempt import Attempt
 from jobs.runtime.budget import Budget, Meter, Usage
 from jobs.runtime.effect import Do, Lookup, run_effect
 from jobs.runtime.step import Steps
+from jobs.runtime.waits import NO_DEFAULT, Waits
 from jobs.secrets import scrub
 
 # Progress is advisory: when it cannot be written, the next report carries the latest value.
@@ -57,6 +61,9 @@ class Context(Attempt):
         budget: Budget | None = None,
         assets_dir: Path | None = None,
         write_within: float = 30.0,
+        park_after: float = 30.0,
+        poll_seconds: float = 1.0,
+        retry_safe: bool = True,
     ) -> None:
         super().__init__(claim, store=store, write_within=write_within)
         self.resume_state: Any = claim.resume_state
@@ -73,6 +80,15 @@ class Context(Attempt):
         self._effect_locks: dict[str, asyncio.Lock] = {}
         self._steps = Steps()
         self._threads: set[asyncio.Future[Any]] = set()
+        self.waits = Waits(
+            self,
+            self.mail,
+            park_after=park_after,
+            poll=poll_seconds,
+            # Parked, it runs again from its checkpoint: safe when the kind is retry-safe or
+            # saved one (the rule of a release on shutdown, docs/state-machine.md).
+            may_park=lambda: retry_safe or self.resume_state is not None,
+        )
 
     @overload
     def checkpoint(self) -> None: ...
@@ -109,19 +125,68 @@ class Context(Attempt):
                 "no NUL); keep large data in assets"
             )
         usage = self.usage.to_json() if self.usage is not None else None
+        read = self.waits.read  # what it read of its mailbox is part of what it saved
         # Idempotent (a plain value, fenced by the attempt): retried through an outage.
-        await self.write("checkpoint", lambda: self.records.save_checkpoint(state, usage))
+        await self.write(
+            "checkpoint", lambda: self.records.save_checkpoint(state, usage, mailbox_read=read)
+        )
         self.resume_state = state
+        self.waits.checkpointed()
         super().checkpoint()
 
     async def sleep(self, seconds: float) -> None:
-        """Sleep, waking at once (with :class:`~jobs.errors.JobCancelled`) when asked to stop."""
-        self.checkpoint()
-        try:
-            await asyncio.wait_for(self.cancelled.wait(), timeout=seconds)
-        except TimeoutError:
-            return
-        self.checkpoint()
+        """Sleep, waking at once (with :class:`~jobs.errors.JobCancelled`) when asked to stop.
+
+        Longer than the park threshold (``ERRAND_WORKER_PARK_AFTER_SECONDS``), the job parks
+        (``waiting``) instead of holding its worker, and resumes from its checkpoint when the
+        time comes (docs/kinds.md, "Questions, messages and waits").
+        """
+        await self.waits.sleep(seconds)
+
+    async def sleep_until(self, when: datetime) -> None:
+        """Sleep until ``when`` (timezone-aware), parked like a long :meth:`sleep`."""
+        await self.waits.sleep_until(when)
+
+    async def ask(
+        self,
+        key: str,
+        question: str,
+        choices: Sequence[str] | None = None,
+        *,
+        timeout: float | None = None,  # noqa: ASYNC109 (the issue's API: a question's timeout)
+        default: Any = NO_DEFAULT,
+        allow_text: bool | None = None,
+    ) -> Any:
+        """Ask the job's requester ``question`` and return the answer (a ``str`` whose ``by``
+        says who answered), once per ``key``: asked again (a resumed attempt) it returns the
+        recorded answer at once.
+
+        The question is posted through the outbox (on Discord: a message with a button per
+        choice, and an "Answer" button for words of one's own: ``allow_text``, the default
+        when there are no choices). It waits in the worker for a while, then parks the job.
+        No answer within ``timeout`` seconds: ``default``, or :class:`~jobs.errors.NoAnswer`
+        (a :class:`~jobs.errors.JobFailed`) when there is none.
+
+        Raises:
+            JobParked: the wait goes on without a worker; let it through.
+            JobCancelled: a stop was requested.
+            NoAnswer: no answer in time, and no default.
+            ValueError: a key, question or choice out of bounds.
+        """
+        return await self.waits.ask(
+            key, question, choices, timeout=timeout, default=default, allow_text=allow_text
+        )
+
+    async def messages(self) -> list[Message]:
+        """The follow-ups sent to the job (``/job tell``, a mention in its thread) not seen yet,
+        oldest first. Each is seen once: what was read is saved with the next checkpoint, and
+        an attempt resuming from it sees what came after."""
+        return await self.waits.messages()
+
+    async def wait_for_message(self, timeout: float | None = None) -> Message | None:  # noqa: ASYNC109
+        """The next follow-up, waiting up to ``timeout`` seconds (parked when it is long);
+        None when none came in time."""
+        return await self.waits.wait_for_message(timeout)
 
     async def progress(
         self, done: float, total: float | None = None, note: str = "", *, unit: str = "step"

@@ -10,6 +10,8 @@ transition table).
 | stops on worker shutdown               | ``released``: queued again when the kind is        |
 |                                        | retry-safe and attempts remain, else the job ends  |
 |                                        | ``unknown`` ("worker stopped mid-run")             |
+| parks (a long wait: ``JobParked``)     | ``parked``: the job waits, and resumes from its    |
+|                                        | checkpoint once the wait is over                   |
 | cannot have its runtime writes stored  | nothing: left to lease expiry and the reaper       |
 |  (a database outage longer than lease) |                                                    |
 | exceeds a budget                       | ``failed``, reason naming the bound and the usage  |
@@ -38,12 +40,14 @@ from jobs.errors import (
     EffectInDoubt,
     JobCancelled,
     JobFailed,
+    JobParked,
     LeaseLost,
 )
 from jobs.retry import backoff
 from jobs.runtime.attempt import StopReason
 from jobs.runtime.context import Context
 from jobs.runtime.registry import Kind
+from jobs.runtime.waits import describe
 from jobs.secrets import redact_error
 
 
@@ -54,7 +58,25 @@ def _end(ctx: Context, outcome: AttemptOutcome, **how: Any) -> Finish:
 async def execute(
     spec: Kind, ctx: Context, *, retry_base: float = 1.0, retry_cap: float = 300.0
 ) -> Finish:
-    """Run ``spec``'s handler for the attempt ``ctx`` and say how the attempt ended."""
+    """Run ``spec``'s handler for the attempt ``ctx`` and say how the attempt ended.
+
+    A handler that parked ends ``parked`` however it ended after that (it must let
+    :class:`~jobs.errors.JobParked` through; one that caught it and went on is parked anyway, and
+    runs again from its checkpoint), unless it was cancelled meanwhile.
+    """
+    finish = await _execute(spec, ctx, retry_base=retry_base, retry_cap=retry_cap)
+    if ctx.parked is not None and finish.outcome is not AttemptOutcome.CANCELLED:
+        return parked(ctx)
+    return finish
+
+
+def parked(ctx: Context) -> Finish:
+    """How an attempt whose handler parked ends: ``parked``, with what it waits for."""
+    assert ctx.parked is not None
+    return _end(ctx, AttemptOutcome.PARKED, wait=ctx.parked, reason=describe(ctx.parked))
+
+
+async def _execute(spec: Kind, ctx: Context, *, retry_base: float, retry_cap: float) -> Finish:
     claim = ctx.claim
     task = asyncio.current_task()
     try:
@@ -91,6 +113,9 @@ async def execute(
     except (JobCancelled, LeaseLost):
         await ctx.flush()
         return stopped(spec, ctx)
+    except JobParked:
+        await ctx.flush()
+        return parked(ctx)
     except DatabaseUnavailable:
         raise  # not the job's fault: the worker leaves the attempt to the reaper
     except BudgetExceeded as exc:

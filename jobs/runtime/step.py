@@ -8,9 +8,9 @@ the step's end with its usage and outcome. Model and tool code report usage thro
 excess. The job's usage (all attempts together) is written after every step.
 
 A step cut short because its worker stops (shutdown, a lost lease; a crash is closed the same
-way by the transition that ends the attempt) ends ``interrupted``: it runs again in the next
-attempt (from the handler's last checkpoint), so it does not count against ``job_steps``; the
-tokens it used stay charged.
+way by the transition that ends the attempt) or because its job parks (a long wait inside it)
+ends ``interrupted``: it runs again in the next attempt (from the handler's last checkpoint), so
+it does not count against ``job_steps``; the tokens it used stay charged.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from jobs.engine.records import StepOutcome
-from jobs.errors import BOUND_NAMES, BudgetExceeded, JobCancelled, LeaseLost
+from jobs.errors import BOUND_NAMES, BudgetExceeded, JobCancelled, JobParked, LeaseLost
 from jobs.runtime.attempt import Attempt, StopReason
 from jobs.runtime.budget import Budget, Meter, Usage
 from jobs.secrets import scrub
@@ -30,7 +30,8 @@ from jobs.secrets import scrub
 def _stopped(ctx: Attempt, *, lost: bool = False) -> StepOutcome:
     """The outcome of a step stopped from outside: interrupted (runs again) or cancelled."""
     worker_stop = lost or ctx.stop_reason in (StopReason.SHUTDOWN, StopReason.LOST)
-    return StepOutcome.INTERRUPTED if worker_stop else StepOutcome.CANCELLED
+    parked = ctx.parked is not None and ctx.stop_reason is None  # it waits: it runs again
+    return StepOutcome.INTERRUPTED if worker_stop or parked else StepOutcome.CANCELLED
 
 
 class Steps:
@@ -82,7 +83,7 @@ class Steps:
         except BudgetExceeded as exc:
             outcome, error = StepOutcome.BUDGET_EXCEEDED, str(exc)
             raise
-        except (asyncio.CancelledError, LeaseLost, JobCancelled) as exc:
+        except (asyncio.CancelledError, LeaseLost, JobCancelled, JobParked) as exc:
             if ctx.job_deadline is not None and ctx.job_deadline.expired():
                 # The job's time bound ran out during this step (execute says so for the job).
                 outcome = StepOutcome.BUDGET_EXCEEDED

@@ -4,8 +4,10 @@ One worker process runs up to ``concurrency`` jobs. It wakes on ``LISTEN errand_
 polling fallback), which a submit sends only while the worker is listed as waiting (it has free
 slots and found nothing to claim; docs/state-machine.md, "Waking a worker"), claims in batches,
 renews every lease it holds with one statement per heartbeat, learns of cancels by ``LISTEN
-errand_cancel`` *and* by the heartbeat reply (so a missed NOTIFY never loses a cancel), records
-how attempts end in batches, and runs the reaper. How it stops, in bounded time, is
+errand_cancel`` *and* by the heartbeat reply (so a missed NOTIFY never loses a cancel), tells an
+attempt waiting for an answer or a message that one came (``LISTEN errand_mailbox``; a waiting
+attempt also looks on its own every ``poll_seconds``), records how attempts end in batches, and
+runs the reaper. How it stops, in bounded time, is
 :mod:`jobs.runtime.shutdown`.
 
 Over 400 lines on purpose: one class whose loops (listen, claim, heartbeat, reaper, flush) share
@@ -222,6 +224,7 @@ class Worker:
                 conn.add_termination_listener(lambda _conn, lost=lost: lost.set())
                 await conn.add_listener("errand_job", self._on_job)
                 await conn.add_listener("errand_cancel", self._on_cancel)
+                await conn.add_listener("errand_mailbox", self._on_mail)
                 self._listener, failures = conn, 0
                 listening.set()
                 self._wake.set()
@@ -251,6 +254,12 @@ class Worker:
     def _on_job(self, *_: Any) -> None:
         self._notified = True
         self._wake.set()
+
+    def _on_mail(self, _conn: Any, _pid: int, _channel: str, payload: object) -> None:
+        text = str(payload)
+        item = self.running.get(int(text)) if text.isdigit() else None
+        if item is not None:
+            item.ctx.waits.arrived()
 
     def _on_cancel(self, _conn: Any, _pid: int, _channel: str, payload: object) -> None:
         text = str(payload)
@@ -475,6 +484,9 @@ class Worker:
             # Its writes wait out an outage of any length: once the database is back, the attempt
             # is still current (the reaper's grace) or the heartbeat's "lost" stops it.
             write_within=math.inf,
+            park_after=self.settings.park_after_seconds,
+            poll_seconds=self.settings.poll_seconds,
+            retry_safe=spec.retry_safe,
         )
         task = asyncio.create_task(self._run(spec, ctx), name=f"job:{claim.public_id}")
         self.running[claim.attempt_id] = Running(ctx, spec, task, time.monotonic())

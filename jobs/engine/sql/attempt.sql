@@ -35,6 +35,16 @@ WHERE r.state = 'cancelling'
        AND (x.id IN (SELECT id FROM held) OR x.id NOT IN (SELECT id FROM live)));
 
 -- name: attempt_seconds_spent
--- Wall time the job's earlier attempts ran (the per-job time bound covers every attempt).
-SELECT coalesce(sum(extract(epoch FROM coalesce(ended_at, now()) - started_at)), 0)::float8
+-- Wall time the job's earlier attempts ran (the per-job time bound covers every attempt), less
+-- the time they waited for a person in their process (a parked job runs no attempt at all).
+SELECT coalesce(sum(extract(epoch FROM coalesce(ended_at, now()) - started_at)
+                    - waited_seconds), 0)::float8
 FROM attempt WHERE job_id = :job_id AND id <> :attempt_id;
+
+-- name: attempt_add_waited
+-- Add time this attempt waited in its process for an answer or a message (not the handler's own
+-- time, see attempt_seconds_spent); fenced by the attempt being its job's current one.
+UPDATE attempt a SET waited_seconds = a.waited_seconds + :seconds
+FROM job j
+WHERE a.id = :attempt_id AND j.id = a.job_id AND j.current_attempt_id = a.id
+RETURNING a.id;

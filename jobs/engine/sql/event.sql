@@ -63,25 +63,38 @@ WITH pending AS (
     WHERE e.id = p.id AND (SELECT due FROM gate)
     RETURNING e.id, e.job_id, e.from_state, e.to_state, e.actor, e.reason, e.at,
               e.delivery_attempts, e.delivered_at, e.dead_at, e.delivery_error, e.external_id,
-              e.notice_at, e.lease_token
+              e.notice_at, e.lease_token, e.topic, e.question_id
 )
 SELECT j.id, j.public_id, j.kind, j.params, j.requester, j.origin, j.origin_group, j.state,
        j.reason, j.result, j.error, j.attempts, j.max_attempts, j.current_attempt_id, j.run_at,
        j.deadline_at, j.cancel_requested_at, j.cancel_requested_by, j.cancel_reason, j.progress,
        j.usage, j.created_at, j.updated_at, j.started_at, j.finished_at, j.failures,
+       j.wait_for, j.wait_key, j.wait_text, j.wait_until, j.wait_since,
        coalesce(a.names, '{}') AS asset_names, coalesce(a.sizes, '{}') AS asset_sizes,
        n.id AS n_id, n.job_id AS n_job_id, n.from_state AS n_from_state,
        n.to_state AS n_to_state, n.actor AS n_actor, n.reason AS n_reason, n.at AS n_at,
        n.delivery_attempts AS n_delivery_attempts, n.delivered_at AS n_delivered_at,
        n.dead_at AS n_dead_at, n.delivery_error AS n_delivery_error,
        n.external_id AS n_external_id, n.notice_at AS n_notice_at,
-       n.lease_token AS n_lease_token
+       n.lease_token AS n_lease_token, n.topic AS n_topic,
+       -- A question's notice carries the question as it is now, with its answer, and what the
+       -- transport made of it (the message its first delivered notice posted).
+       q.id AS q_id, q.job_id AS q_job_id, q.key AS q_key, q.text AS q_text,
+       q.choices AS q_choices, q.allow_text AS q_allow_text, q.asked_at AS q_asked_at,
+       q.expires_at AS q_expires_at, q.status AS q_status, q.closed_at AS q_closed_at,
+       q.closed_reason AS q_closed_reason, qm.text AS q_answer_text,
+       qm.sender AS q_answered_by, qm.choice AS q_answer_choice,
+       (SELECT e.external_id FROM event e
+        WHERE e.job_id = j.id AND e.question_id = q.id AND e.delivered_at IS NOT NULL
+        ORDER BY e.id LIMIT 1) AS q_shown_as
 FROM job j
 CROSS JOIN LATERAL (
     SELECT array_agg(name ORDER BY id) AS names, array_agg(size ORDER BY id) AS sizes
     FROM asset WHERE asset.job_id = j.id
 ) a
 LEFT JOIN leased n ON true
+LEFT JOIN job_question q ON q.id = n.question_id
+LEFT JOIN job_message qm ON qm.id = q.answer_id
 WHERE j.id = :job_id
 ORDER BY n.id;
 
@@ -119,7 +132,7 @@ RETURNING id;
 -- name: notice_list_by_job
 -- A job's notices, oldest first (delivery state for status pages and the timeline).
 SELECT id, job_id, from_state, to_state, actor, reason, at, delivery_attempts, delivered_at,
-       dead_at, delivery_error, external_id, lease_token, notice_at
+       dead_at, delivery_error, external_id, lease_token, notice_at, topic
 FROM event WHERE job_id = :job_id AND notice_at IS NOT NULL ORDER BY id;
 
 -- name: notice_counts
@@ -139,7 +152,7 @@ FROM pending p;
 -- Notices by status ('dead', 'pending', 'delivered', or NULL for any), newest first.
 SELECT e.id, j.public_id, j.kind, e.job_id, e.from_state, e.to_state, e.actor, e.reason, e.at,
        e.notice_at, e.delivery_attempts, e.delivered_at, e.dead_at, e.delivery_error,
-       e.external_id, e.lease_token
+       e.external_id, e.lease_token, e.topic
 FROM event e JOIN job j ON j.id = e.job_id
 WHERE e.notice_at IS NOT NULL
   AND (:status::text IS NULL

@@ -314,11 +314,72 @@ FROM job j WHERE j.id = :job_id;
 
 -- name: job_save_checkpoint
 -- Save the handler's state (and the job's usage so far, so the two always agree) from the
--- attempt holding the lease; no row when it lost the lease.
+-- attempt holding the lease; no row when it lost the lease. With it, how far the handler has
+-- read its mailbox (:mailbox_read, NULL: as it was); and the job's last park is forgotten: the
+-- handler is past it, and waits are counted from this checkpoint on.
 UPDATE job SET checkpoint = :state, checkpoint_attempt_id = :attempt_id, checkpoint_at = now(),
-               usage = coalesce(:usage, usage), updated_at = now()
+               usage = coalesce(:usage, usage), updated_at = now(),
+               mailbox_read = coalesce(:mailbox_read, mailbox_read),
+               wait_for = NULL, wait_key = NULL, wait_text = NULL, wait_until = NULL,
+               wait_since = NULL, wait_number = NULL
 WHERE id = :job_id AND current_attempt_id = :attempt_id
 RETURNING id;
+
+-- name: job_last_park
+-- What an attempt reads when its handler first waits or reads its mailbox: the job's last park
+-- (kept since its last checkpoint) and how far that checkpoint read the mailbox. No row: the
+-- attempt lost the lease.
+SELECT wait_for, wait_number, wait_until, mailbox_read FROM job
+WHERE id = :job_id AND current_attempt_id = :attempt_id;
+
+-- name: job_park_prepare
+-- Before a park moves jobs running -> waiting (the caller locked them, in this transaction):
+-- record what each one's handler waits for, fenced by its attempt, and say whether it is already
+-- there: its question no longer open (answered, or closed), a follow-up after :afters, or its
+-- time passed. Such a job is queued at once instead (policy.PARKED_SATISFIED). now(): the
+-- database's clock, for the due time.
+WITH input AS (
+    SELECT * FROM unnest(:job_ids::bigint[], :attempt_ids::bigint[], :wait_fors::text[],
+                         :keys::text[], :texts::text[], :untils::timestamptz[],
+                         :numbers::integer[], :afters::bigint[])
+        AS t(job_id, attempt_id, wait_for, key, text, until, number, after)
+), looked AS (
+    SELECT i.*,
+           i.until <= now()
+           OR (i.wait_for = 'question' AND EXISTS (
+                   SELECT 1 FROM job_question q
+                   WHERE q.job_id = i.job_id AND q.key = i.key AND q.status <> 'open'))
+           OR (i.wait_for = 'message' AND EXISTS (
+                   SELECT 1 FROM job_message m
+                   WHERE m.job_id = i.job_id AND m.seq > i.after AND m.question_id IS NULL
+                     AND m.refused IS NULL)) AS satisfied
+    FROM input i
+), recorded AS (
+    UPDATE job j SET wait_for = l.wait_for, wait_key = l.key, wait_text = l.text,
+                     wait_until = l.until, wait_since = now(), wait_number = l.number
+    FROM looked l
+    WHERE j.id = l.job_id AND j.current_attempt_id = l.attempt_id
+    RETURNING j.id
+)
+SELECT l.job_id AS id, coalesce(l.satisfied, false) AS satisfied, now() AS at
+FROM looked l;
+
+-- name: job_lock_for_mail
+-- Lock one job by public id before a message or an answer is recorded for it: seq order, one
+-- answer per question, and the job's move out of waiting all hang on this lock. now(): the
+-- database's clock, for a due time.
+SELECT id, state, current_attempt_id, wait_for, wait_key, now() AS at FROM job
+WHERE public_id = :public_id
+FOR UPDATE;
+
+-- name: job_waits_due
+-- Waiting jobs whose timer passed (their answer's or message's timeout, or their time), locked,
+-- skipping rows others hold. {waiting} is a constant, so the plan can use job_wait_due.
+SELECT id, public_id, wait_for, wait_key, wait_until FROM job
+WHERE state = ANY({waiting}::job_state[]) AND wait_until <= now()
+ORDER BY wait_until
+LIMIT :limit
+FOR UPDATE SKIP LOCKED;
 
 -- name: job_set_usage
 -- Record a job's usage from the attempt holding the lease.
@@ -331,13 +392,14 @@ RETURNING id;
 SELECT id FROM job WHERE id = :job_id AND current_attempt_id = :attempt_id FOR SHARE;
 
 -- name: reaper_due
--- Whether the reaper has anything to do: the three selections below, read without locks, and
+-- Whether the reaper has anything to do: the four selections below, read without locks, and
 -- the database's clock (the reaper's watch, jobs/engine/store/reaper.py). Every worker reaps
 -- every second and almost always finds nothing; this one statement, outside any transaction, is
--- then the whole of it. What it misses for being unlocked, the next round finds. {live} and
--- {deadline} are constants, as in job_claim, so that its generic plan can use the partial
--- indexes job_live and job_deadline. A lease runs out as in job_expired_leases, from the
--- reaper's last word on when the database came back (:grace_from, NULL: it never went away).
+-- then the whole of it. What it misses for being unlocked, the next round finds. {live},
+-- {deadline} and {waiting} are constants, as in job_claim, so that its generic plan can use the
+-- partial indexes job_live, job_deadline and job_wait_due. A lease runs out as in
+-- job_expired_leases, from the reaper's last word on when the database came back (:grace_from,
+-- NULL: it never went away).
 SELECT now() AS at,
        EXISTS (SELECT 1 FROM job j JOIN attempt a ON a.id = j.current_attempt_id
                WHERE j.state = ANY({live}::job_state[]) AND a.lease_expires_at < now()
@@ -348,6 +410,8 @@ SELECT now() AS at,
                  AND j.cancel_requested_at < now() - make_interval(secs => :grace_seconds))
     OR EXISTS (SELECT 1 FROM job j
                WHERE j.deadline_at < now() AND j.state = ANY({deadline}::job_state[]))
+    OR EXISTS (SELECT 1 FROM job j
+               WHERE j.state = ANY({waiting}::job_state[]) AND j.wait_until <= now())
        AS due;
 
 -- name: job_expired_leases

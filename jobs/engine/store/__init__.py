@@ -12,6 +12,7 @@ reads and deletes in :mod:`jobs.engine.admin`: no SQL on the job tables lives ou
 from __future__ import annotations
 
 from jobs.engine.store.base import Kinds, KindSpec, Quotas
+from jobs.engine.store.mailbox import Mailbox
 from jobs.engine.store.reaper import Reaper, ReaperWatch
 from jobs.engine.store.requests import Requests
 from jobs.engine.store.submit import Submission, Submits
@@ -20,7 +21,7 @@ from jobs.engine.store.worker import WorkerVerbs
 __all__ = ["JobStore", "KindSpec", "Kinds", "Quotas", "ReaperWatch", "Submission"]
 
 
-class JobStore(Submits, Requests, WorkerVerbs, Reaper):
+class JobStore(Submits, Requests, Mailbox, WorkerVerbs, Reaper):
     """Reads and writes of the job record through one pool: submit (:mod:`.submit`), read
-    (:mod:`.reads`), cancel and resolve (:mod:`.requests`), the worker's protocol
-    (:mod:`.worker`) and the reaper (:mod:`.reaper`)."""
+    (:mod:`.reads`), cancel and resolve (:mod:`.requests`), answer and tell (:mod:`.mailbox`),
+    the worker's protocol (:mod:`.worker`) and the reaper (:mod:`.reaper`)."""

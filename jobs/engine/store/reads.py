@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from jobs.engine.ids import normalize
+from jobs.engine.mail import Message, Question
 from jobs.engine.state import State
 from jobs.engine.store.base import Base
 from jobs.engine.views import (
@@ -42,12 +43,16 @@ class Reads(Base):
             events = await self.sql.fetch(conn, "event_list_by_job", job_id=job_id)
             steps = await self.sql.fetch(conn, "step_list_by_job", job_id=job_id)
             assets = await self.sql.fetch(conn, "asset_list_by_job", job_id=job_id)
+            questions = await self.sql.fetch(conn, "question_list_by_job", job_id=job_id)
+            messages = await self.sql.fetch(conn, "message_list_by_job", job_id=job_id)
         return JobStatus(
             job=JobView.from_record(record),
             attempts=[AttemptView.from_record(a) for a in attempts],
             events=[EventView.from_record(e) for e in events],
             steps=[jsonable(s) for s in steps],
             assets=[jsonable(a) for a in assets],
+            questions=[Question.from_record(q) for q in questions],
+            messages=[Message.from_record(m) for m in messages],
         )
 
     async def list_jobs(

@@ -1,4 +1,5 @@
-"""The system's settlements: expired leases, unacknowledged cancels and passed deadlines.
+"""The system's settlements: expired leases, unacknowledged cancels, passed deadlines and
+waiting jobs whose timer passed.
 
 Any worker may reap; ``SKIP LOCKED`` plus the transition's compare-and-set mean two reapers never
 both act on one job. What each settlement does is :mod:`jobs.engine.policy`'s; how an expired
@@ -15,10 +16,14 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 
 from jobs.engine import policy
+from jobs.engine.db import Conn
+from jobs.engine.mail import QuestionStatus, WaitFor
 from jobs.engine.moves import AttemptOutcome as Out
 from jobs.engine.moves import CancelRequest, Moved, Policy, Row
+from jobs.engine.state import Actor
 from jobs.engine.state import State as S
 from jobs.engine.store.base import Base
+from jobs.engine.store.mailbox import close_questions
 from jobs.engine.transition import transition
 from jobs.retry import backoff
 
@@ -95,6 +100,31 @@ class Reaper(Base):
         reason = f"{lost}; " + ("resuming" if r["has_checkpoint"] else "retrying")
         return policy.expired(S.QUEUED, reason, outcome, charge=charge), row, "retried"
 
+    async def _wake_due(self, conn: Conn, now: datetime, batch: int) -> list[Moved]:
+        """Queue the waiting jobs whose timer passed (due ``now``, the database's clock); the
+        question each waited for times out, with its event."""
+        due = await self.sql.fetch(conn, "job_waits_due", limit=batch)
+        if not due:
+            return []
+        said = {
+            WaitFor.QUESTION: "no answer in time",
+            WaitFor.MESSAGE: "no message in time",
+            WaitFor.TIME: "its time came",
+        }
+        rows = [Row(r["id"], reason=said[WaitFor(r["wait_for"])], run_at=now) for r in due]
+        moved = await transition(conn, policy.wake(Actor.SYSTEM), rows)
+        asked = [r for r in due if r["wait_for"] == WaitFor.QUESTION]
+        await close_questions(
+            self.sql,
+            conn,
+            [r["id"] for r in asked],
+            keys=[r["wait_key"] for r in asked],
+            status=QuestionStatus.TIMED_OUT,
+            reason="no answer in time",
+            actor=Actor.SYSTEM,
+        )
+        return moved
+
     async def reap(
         self,
         *,
@@ -166,7 +196,18 @@ class Reaper(Base):
             if late:
                 deadline = CancelRequest(by="system", reason="timed_out")
                 rows = [Row(r["id"]) for r in late]
-                count("timed_out", await transition(conn, policy.DEADLINE, rows, cancel=deadline))
+                moved = await transition(conn, policy.DEADLINE, rows, cancel=deadline)
+                count("timed_out", moved)
+                ended = [m.job_id for m in moved if m.target is S.CANCELLED]
+                await close_questions(
+                    self.sql,
+                    conn,
+                    ended,
+                    status=QuestionStatus.CLOSED,
+                    reason="the job's deadline passed",
+                    actor=Actor.SYSTEM,
+                )
+            count("woken", await self._wake_due(conn, first["at"], batch))
         if watch is not None:
             watch.done()
         return {k: v for k, v in counts.items() if v}

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from jobs.engine import observe, policy
 from jobs.engine.db import Conn
 from jobs.engine.ids import normalize
+from jobs.engine.mail import QuestionStatus
 from jobs.engine.moves import (
     CancelOutcome,
     CancelRequest,
@@ -23,6 +24,7 @@ from jobs.engine.moves import (
     Row,
 )
 from jobs.engine.state import TERMINAL, Actor, State, allowed
+from jobs.engine.store.mailbox import close_questions
 from jobs.engine.store.reads import Reads
 from jobs.engine.transition import transition
 from jobs.engine.views import JobView
@@ -69,10 +71,10 @@ class Requests(Reads):
     ) -> CancelOutcome:
         """Ask a job to stop; idempotent, and truthful about what happened.
 
-        ``queued`` becomes ``cancelled`` at once; ``running`` becomes ``cancelling`` and the
-        attempt is told; with ``force`` (operators) anything not terminal becomes ``cancelled``.
-        The reason is the requester's own words (or none); who asked is ``cancel_requested_by``
-        and the event's actor.
+        ``queued`` and ``waiting`` become ``cancelled`` at once (its open questions closed);
+        ``running`` becomes ``cancelling`` and the attempt is told; with ``force`` (operators)
+        anything not terminal becomes ``cancelled``. The reason is the requester's own words (or
+        none); who asked is ``cancel_requested_by`` and the event's actor.
 
         Raises:
             UnknownJob: no such job. NotAllowed: a forced cancel by anyone but an operator.
@@ -89,6 +91,16 @@ class Requests(Reads):
             moved, job = await self._request(
                 conn, normalize(public_id), rule, Row(0, reason=why), cancel=request
             )
+            if moved.target is State.CANCELLED:
+                # Nothing will answer its questions now: an answer after this is refused.
+                await close_questions(
+                    self.sql,
+                    conn,
+                    [job.id],
+                    status=QuestionStatus.CLOSED,
+                    reason="the job was cancelled",
+                    actor=actor,
+                )
         if moved.ok:
             done = (
                 CancelResult.CANCELLED

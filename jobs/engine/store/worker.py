@@ -4,13 +4,16 @@ ended. Each write is fenced by the attempt: it lands only while that attempt hol
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from jobs.engine import policy
 from jobs.engine.db import Conn
-from jobs.engine.moves import Finish, Moved, Policy, Verdict
+from jobs.engine.mail import QuestionStatus
+from jobs.engine.moves import AttemptOutcome, Finish, Moved, Policy, Verdict
 from jobs.engine.state import Actor, State
 from jobs.engine.store.base import Base
+from jobs.engine.store.mailbox import close_questions
 from jobs.engine.transition import claim, transition
 from jobs.engine.views import Claim
 from jobs.errors import StaleTransition
@@ -127,14 +130,20 @@ class WorkerVerbs(Base):
         an ignored event; the returned ``Moved`` says which rows moved.
         """
         groups: dict[Policy, list[Finish]] = {}
+        parks: list[Finish] = []
         for f in finishes:
-            groups.setdefault(_policy(f), []).append(f)
-        if len(groups) == 1:
+            if f.outcome is AttemptOutcome.PARKED:
+                parks.append(f)
+            else:
+                groups.setdefault(_policy(f), []).append(f)
+        if len(groups) == 1 and not parks:
             # The usual batch (all succeeded): one statement, which locks its rows in id order
             # itself; no BEGIN/COMMIT.
             [(rule, group)] = groups.items()
             async with self.pool.acquire() as conn:
-                return await transition(conn, rule, group)
+                moved = await transition(conn, rule, group)
+                await self._close_questions(conn, moved)
+                return moved
         out: list[Moved] = []
         async with self.pool.acquire() as conn, conn.transaction():
             # One statement per kind of end would lock the jobs group by group, not in id
@@ -142,7 +151,48 @@ class WorkerVerbs(Base):
             await self._lock(conn, sorted({f.job_id for f in finishes}))
             for rule, group in groups.items():
                 out += await transition(conn, rule, group)
+            if parks:
+                out += await self._park(conn, parks)
+            await self._close_questions(conn, out)
         return out
+
+    async def _close_questions(self, conn: Conn, moved: list[Moved]) -> None:
+        """A job that ended cancelled or failed will read no answer: close its open questions
+        (an answer after it is refused as closed). A success closes nothing: its handler waited
+        for its answers (one it did not wait for is closed when someone answers it)."""
+        for target, said in (
+            (State.CANCELLED, "the job was cancelled"),
+            (State.FAILED, "the job failed"),
+        ):
+            ended = [m.job_id for m in moved if m.target is target]
+            await close_questions(
+                self.sql, conn, ended, status=QuestionStatus.CLOSED, reason=said, actor=Actor.SYSTEM
+            )
+
+    async def _park(self, conn: Conn, parks: list[Finish]) -> list[Moved]:
+        """Park attempts whose handler waits (the jobs locked in ``conn``'s transaction): record
+        what each waits for, then move it to ``waiting``; or, when what it waits for came while
+        it was parking (an answer, a message, its time), to ``queued``, due at once."""
+        waits = [f.wait for f in parks]
+        if any(w is None for w in waits):
+            raise ValueError("a park names what its handler waits for")
+        records = await self.sql.fetch(
+            conn,
+            "job_park_prepare",
+            job_ids=[f.job_id for f in parks],
+            attempt_ids=[f.attempt_id for f in parks],
+            wait_fors=[w.wait_for.value for w in waits if w is not None],
+            keys=[w.key for w in waits if w is not None],
+            texts=[w.text for w in waits if w is not None],
+            untils=[w.until for w in waits if w is not None],
+            numbers=[w.number for w in waits if w is not None],
+            afters=[w.after for w in waits if w is not None],
+        )
+        came = {r["id"]: r["at"] for r in records if r["satisfied"]}
+        parked = [f for f in parks if f.job_id not in came]
+        resumed = [replace(f, run_at=came[f.job_id]) for f in parks if f.job_id in came]
+        moved = await transition(conn, policy.FINISH[AttemptOutcome.PARKED], parked)
+        return moved + await transition(conn, policy.PARKED_SATISFIED, resumed)
 
     async def _lock(self, conn: Conn, job_ids: list[int]) -> None:
         await self.sql.execute(conn, "job_lock_many", ids=job_ids)
