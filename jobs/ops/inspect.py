@@ -57,7 +57,7 @@ class Entry:
     """One line of a job's timeline."""
 
     at: datetime
-    what: str  # event | attempt | step | effect | notice
+    what: str  # event | attempt | step | effect | message | question | notice
     text: str
 
     def to_json(self) -> dict[str, Any]:
@@ -93,6 +93,9 @@ async def timeline(store: JobStore, public_id: str) -> Timeline:
     notices = await admin.notices_of(store.pool, job.id)
     entries: list[Entry] = []
     for ev in status.events:
+        if ev.topic == "question":  # a question asked, answered or closed: no state changed
+            entries.append(Entry(ev.at, "question", f"question by {ev.actor}: {ev.reason}"))
+            continue
         mark = " (ignored: stale write)" if ev.ignored else ""
         entries.append(
             Entry(
@@ -136,8 +139,14 @@ async def timeline(store: JobStore, public_id: str) -> Timeline:
         entries.append(Entry(e["created_at"], "effect", f"effect {e['key']}: intent recorded"))
         if e["completed_at"] is not None:
             entries.append(Entry(e["completed_at"], "effect", f"effect {e['key']}: {e['status']}"))
+    for m in status.messages:
+        said = f"message {m.seq} from {m.sender} ({m.actor.value}): {m.text}"
+        entries.append(
+            Entry(m.at, "message", said + (f" (refused: {m.refused})" if m.refused else ""))
+        )
     for n in notices:
-        entries.append(Entry(n.at, "notice", f"notice {n.id} (transition -> {n.to_state}) queued"))
+        about = "question" if n.topic == "question" else f"transition -> {n.to_state}"
+        entries.append(Entry(n.at, "notice", f"notice {n.id} ({about}) queued"))
         if n.delivered_at is not None:
             entries.append(
                 Entry(
@@ -154,7 +163,8 @@ async def timeline(store: JobStore, public_id: str) -> Timeline:
                     f"notice {n.id} dead-lettered after {n.attempts} attempts: {n.error}",
                 )
             )
-    order = {"event": 0, "attempt": 1, "step": 2, "effect": 3, "notice": 4}
+    kinds = ("event", "attempt", "step", "effect", "message", "question", "notice")
+    order = {what: n for n, what in enumerate(kinds)}
     entries.sort(key=lambda e: (e.at, order[e.what]))
     return Timeline(status, [jsonable(e) for e in effects], [n.to_json() for n in notices], entries)
 

@@ -1,4 +1,4 @@
-"""``errand job ...``: submit, inspect, cancel and resolve jobs.
+"""``errand job ...``: submit, inspect, answer, tell, cancel and resolve jobs.
 
 Every command takes ``--json`` and prints one JSON object. The commands are listed in ``--help``
 in the order they are defined here: doing, looking, changing.
@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 import jobs.limits as limits
+from jobs.engine.mail import MAX_KEY, MAX_MESSAGE
 from jobs.engine.state import Actor, State
 from jobs.ops.cli.help import Command, Group, SubmitCommand
 from jobs.ops.cli.render import job_lines, status_text, timeline_text
@@ -35,7 +36,7 @@ job_app = typer.Typer(
     cls=Group,
     no_args_is_help=True,
     rich_markup_mode="rich",
-    help="Submit, inspect, cancel and resolve jobs.",
+    help="Submit, inspect, answer, tell, cancel and resolve jobs.",
 )
 
 
@@ -189,6 +190,54 @@ def job_list(
 
     jobs = with_engine(go)
     emit({"jobs": [j.to_json() for j in jobs]}, as_json, job_lines(jobs))
+
+
+@job_app.command("answer", cls=Command)
+def job_answer(
+    job_id: str,
+    text: Annotated[str, typer.Argument(metavar="TEXT", help="The answer: a choice, or words.")],
+    question: Annotated[
+        str | None,
+        typer.Option(metavar="KEY", help="Which question (default: the one it waits for)."),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Answer a job's question; a job waiting for it resumes."""
+    job_id = job_id_arg(job_id)
+    text_arg("answer", text, MAX_MESSAGE)
+    if question is not None:
+        text_arg("--question", question, MAX_KEY)
+
+    async def go(engine: Engine) -> Any:
+        return await engine.store.answer(job_id, text, key=question, actor=Actor.OPERATOR, by="cli")
+
+    outcome = with_engine(go)
+    asked = outcome.question
+    if outcome.why is not None:  # refused: recorded on its timeline, nothing else changed
+        fail(f"question {asked.key!r} of job {outcome.job.public_id}: {outcome.why}")
+    out = outcome.job.to_json() | {"question": asked.to_json(), "outcome": outcome.result}
+    emit(
+        out, as_json, f"{outcome.job.public_id} answered {asked.key!r} ({outcome.job.state.value})"
+    )
+
+
+@job_app.command("tell", cls=Command)
+def job_tell(
+    job_id: str,
+    text: Annotated[str, typer.Argument(metavar="TEXT", help="What to tell it.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Send a job a follow-up; it reads it at its next safe point."""
+    job_id = job_id_arg(job_id)
+    text_arg("message", text, MAX_MESSAGE)
+
+    async def go(engine: Engine) -> Any:
+        return await engine.store.tell(job_id, text, actor=Actor.OPERATOR, by="cli")
+
+    told = with_engine(go)
+    out = told.job.to_json() | {"message": told.message.to_json()}
+    seq = told.message.seq
+    emit(out, as_json, f"{told.job.public_id} told (message {seq}) ({told.job.state.value})")
 
 
 @job_app.command("cancel", cls=Command)

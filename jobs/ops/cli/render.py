@@ -5,8 +5,10 @@ for a terminal (``--json`` prints the data instead)."""
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from jobs.engine.mail import Question, QuestionStatus, WaitFor
 from jobs.engine.state import State
 from jobs.engine.views import JobStatus, JobView
 from jobs.params import TASK_FIELDS
@@ -29,6 +31,8 @@ def status_text(status: JobStatus) -> str:
         rows.append(("params", json.dumps(shown_params, default=str, sort_keys=True)[:300]))
     if job.progress_line:  # "Step 3 of 5 · note", as Discord and the page show it
         rows.append(("progress", job.progress_line))
+    if job.state is State.WAITING:
+        rows.append(("waiting", waiting_text(job)))
     if job.state is State.SUCCEEDED and job.result is not None:
         rows.append(("result", json.dumps(job.result, default=str, sort_keys=True)[:500]))
     if job.reason:
@@ -57,8 +61,20 @@ def status_text(status: JobStatus) -> str:
     if status.assets:
         lines.append("assets:")
         lines += [f"  {a['name']} ({a['size']} bytes)" for a in status.assets]
+    if status.questions:
+        lines.append("questions:")
+        lines += [f"  {question_text(q)}" for q in status.questions]
+    if status.messages:
+        lines.append("messages:")
+        lines += [
+            f"  {m.seq}. {m.sender}: {m.text}" + (f" (refused: {m.refused})" if m.refused else "")
+            for m in status.messages
+        ]
     lines.append("events:")
     for ev in status.events:
+        if ev.topic == "question":
+            lines.append(f"  {ev.at:%H:%M:%S}  question by {ev.actor}: {ev.reason}")
+            continue
         mark = " (no effect)" if ev.ignored else ""
         source = ev.from_state.value if ev.from_state else "—"
         lines.append(
@@ -66,6 +82,35 @@ def status_text(status: JobStatus) -> str:
             + (f": {ev.reason}" if ev.reason else "")
         )
     return "\n".join(lines)
+
+
+def _at(value: datetime | None) -> str:
+    return f"{value:%Y-%m-%d %H:%M:%S %Z}".strip() if value else "-"
+
+
+def waiting_text(job: JobView) -> str:
+    """What a waiting job waits for, since and until when, on one line."""
+    if job.wait_for == WaitFor.QUESTION:
+        what = f"an answer to {job.wait_key!r}: {job.wait_text}"
+    elif job.wait_for == WaitFor.MESSAGE:
+        what = "a message (errand job tell)"
+    else:
+        what = "its time"
+    until = f" · until {_at(job.wait_until)}" if job.wait_until else ""
+    return f"for {what} · since {_at(job.wait_since)}{until}"
+
+
+def question_text(question: Question) -> str:
+    """One question, its choices, and how it ended."""
+    offered = f" [{', '.join(question.choices)}]" if question.choices else ""
+    head = f"{question.key}: {question.text}{offered}"
+    if question.status is QuestionStatus.ANSWERED:
+        return f"{head} → answered by {question.answered_by}: {question.answer}"
+    if question.is_open:
+        return f"{head} → open" + (
+            f" until {_at(question.expires_at)}" if question.expires_at else ""
+        )
+    return f"{head} → {question.status.value}: {question.closed_reason}"
 
 
 def job_lines(jobs: list[JobView]) -> str:
