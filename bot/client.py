@@ -1,4 +1,5 @@
-"""The Discord client: commands, the persistent Cancel button and outbox delivery, on one engine.
+"""The Discord client: commands, the persistent Cancel button and question components, follow-ups
+(a mention in a job's thread) and outbox delivery, on one engine.
 
 The bot needs no worker in its process: workers anywhere write to PostgreSQL and the bot
 delivers what they did. Commands sync only when their payload changed since the last sync (a
@@ -19,7 +20,9 @@ from discord import app_commands
 from bot.cancel import CancelButton
 from bot.commands import Host, install
 from bot.delivery.loop import Delivery
+from bot.followups import on_mention
 from bot.queries import sql
+from bot.questions import DYNAMIC_ITEMS
 from bot.settings import BotSettings
 from bot.trace import discord_http_trace
 from jobs.transport import JobStore, Outbox, Registry, get_logger
@@ -39,7 +42,9 @@ class ErrandBot(discord.AutoShardedClient):
         settings: BotSettings,
         registry: Registry,
     ) -> None:
-        # Slash commands, buttons and threads need no privileged intent (no message content).
+        # Slash commands, buttons and threads need no privileged intent (no message content);
+        # follow-ups arrive as MESSAGE_CREATE (the guild messages intent, not privileged), and a
+        # message that mentions the bot carries its content without the content intent.
         intents = discord.Intents.default()
         intents.message_content = False
         super().__init__(
@@ -89,7 +94,7 @@ class ErrandBot(discord.AutoShardedClient):
             await asyncio.sleep(self.settings.identify_interval_seconds)
 
     async def setup_hook(self) -> None:
-        self.add_dynamic_items(CancelButton)
+        self.add_dynamic_items(CancelButton, *DYNAMIC_ITEMS)
         self.synced = await sync_commands(self)
         self.delivery.start()
 
@@ -97,6 +102,10 @@ class ErrandBot(discord.AutoShardedClient):
         self.shards_up.clear()
         await self.delivery.stop()
         await super().close()
+
+    async def on_message(self, message: discord.Message) -> None:
+        if self.user is not None:
+            await on_mention(message, me=self.user, store=self.store, pool=self.pool)
 
     async def on_shard_ready(self, shard_id: int) -> None:
         self.shards_up[shard_id] = True

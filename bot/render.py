@@ -11,7 +11,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 import discord
 
@@ -198,10 +198,100 @@ def progress(
     return Progress(job.state, content, job.state in CANCELLABLE)
 
 
+def who(sender: str | None) -> str:
+    """Who sent a message or an answer, as Discord shows them: a mention for a Discord user
+    (``discord:42``), the operator's CLI otherwise."""
+    if sender and sender.startswith("discord:") and sender[8:].isdigit():
+        return f"<@{sender[8:]}>"
+    return "an operator" if sender in (None, "cli", "operator") else code(sender, 40)
+
+
+def requester(job: JobView) -> str:
+    """The job's requester as a mention (it pings only where a message allows it)."""
+    user = job.origin.get("user_id")
+    return f"<@{user}>" if user and str(user).isdigit() else "the requester"
+
+
 def waiting_line(job: JobView) -> str:
-    """What a waiting job waits for, and since when."""
-    why = f": {code(job.reason, 200)}" if job.reason else ""
-    return f"Waiting{why} · since {stamp(job.updated_at)}"
+    """What a waiting job waits for, and since when: "Waiting for @alice: Which colour? ·
+    since 5 minutes ago", or "Waiting until <time>"."""
+    since = f" · since {stamp(job.wait_since)}" if job.wait_since else ""
+    if job.wait_for == "question":
+        line = f"Waiting for {requester(job)}: {clean(job.wait_text or '', 300)}"
+        if job.wait_until:
+            line += f" · answer by {stamp(job.wait_until)}"
+    elif job.wait_for == "message":
+        line = f"Waiting for a message from {requester(job)} (mention me here, or `/job tell`)"
+        if job.wait_until:
+            line += f" until {stamp(job.wait_until)}"
+    elif job.wait_until:
+        line = f"Waiting until {stamp(job.wait_until, 'f')} ({stamp(job.wait_until)})"
+    else:
+        line = "Waiting" + (f": {code(job.reason, 200)}" if job.reason else "")
+    return line + since
+
+
+class Asked(Protocol):
+    """A question as the bot shows it: the engine's question, which it reaches through a
+    notice or an answer's outcome (a protocol, so the transport door stays small)."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def key(self) -> str: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def choices(self) -> tuple[str, ...]: ...
+    @property
+    def allow_text(self) -> bool: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def expires_at(self) -> datetime | None: ...
+    @property
+    def closed_reason(self) -> str | None: ...
+    @property
+    def answer(self) -> str | None: ...
+    @property
+    def answered_by(self) -> str | None: ...
+
+
+QUESTION_ICON = "💬"
+
+
+def question(public_id: str, asked: Asked, user_id: int | None) -> str:
+    """The question's message in the job's thread: asking (mentioning the requester), then, once
+    it is answered or closed, what became of it."""
+    head = f"{QUESTION_ICON} Job `{public_id}` asks"
+    if asked.status == "open" and user_id:
+        head = f"<@{user_id}> {head}"
+    lines = [f"{head}: **{clean(asked.text, 1500)}**"]
+    if asked.status == "open":
+        how = "Choose below" if asked.choices else "Click **Answer**"
+        if asked.choices and asked.allow_text:
+            how += ", or click **Answer** to write your own"
+        when = f" · answer by {stamp(asked.expires_at)}" if asked.expires_at else ""
+        lines.append(f"{how}{when}.")
+    elif asked.status == "answered":
+        lines.append(
+            f"✅ Answered by {who(asked.answered_by)}: **{clean(asked.answer or '', 300)}**"
+        )
+    elif asked.status == "timed_out":
+        lines.append("⌛ Closed: no answer in time.")
+    else:
+        lines.append(f"⛔ Closed: {code(asked.closed_reason or 'the job moved on', 200)}.")
+    return "\n".join(lines)[:MAX_CONTENT]
+
+
+def answer_refused(result: str, why: str | None, asked: Asked) -> str:
+    """The ephemeral answer to a click that did not answer the question."""
+    if result == "already_answered":
+        return (
+            f"Already answered by {who(asked.answered_by)}: "
+            f"**{clean(asked.answer or '', 200)}**. Nothing changed."
+        )
+    return f"This question is closed ({code(why or 'the job moved on', 200)}). Nothing changed."
 
 
 def notice(job: JobView, row: Notice, user_id: int | None) -> str:

@@ -1,4 +1,4 @@
-"""The slash commands: ``/summon`` (``summon.py``) and ``/job status|cancel|list|resolve``
+"""The slash commands: ``/summon`` (``summon.py``) and ``/job status|cancel|list|resolve|tell``
 (``job.py``), with what they share (``shared.py``).
 
 Each command is defined once: ``/summon`` as a command function, the ``/job`` commands as the

@@ -1,4 +1,4 @@
-"""``/job status|cancel|list|resolve``: one method of :class:`JobGroup` per command (an
+"""``/job status|cancel|list|resolve|tell``: one method of :class:`JobGroup` per command (an
 ``app_commands.Group``, as in discord.py's examples). The Cancel button runs the same
 :func:`cancel_job` as ``/job cancel``. Every answer is ephemeral.
 """
@@ -29,10 +29,12 @@ from jobs import ErrandError
 from jobs.transport import Actor, JobView, NotAllowed
 
 ID_OR_THREAD = "The job id (optional inside a job's thread)"
+MAX_TELL = 2000
+"""Characters of a follow-up typed in ``/job tell`` (a Discord message's length)."""
 
 
-class JobGroup(app_commands.Group, name="job", description="Follow, cancel and resolve jobs"):
-    """``/job status|cancel|list|resolve``: one method per command."""
+class JobGroup(app_commands.Group, name="job", description="Follow, cancel, resolve and tell jobs"):
+    """``/job status|cancel|list|resolve|tell``: one method per command."""
 
     @app_commands.command(name="status", description="Show a job's state, progress and last events")
     @app_commands.describe(id=ID_OR_THREAD)
@@ -86,6 +88,16 @@ class JobGroup(app_commands.Group, name="job", description="Follow, cancel and r
         await reply(interaction, text)
         if job is not None:
             host_of(interaction).delivery.poke(job.id, job.public_id)
+
+    @app_commands.command(name="tell", description="Tell a job something; it reads it soon")
+    @app_commands.describe(text="What to tell it", id=ID_OR_THREAD)
+    async def tell(
+        self,
+        interaction: discord.Interaction[Any],
+        text: app_commands.Range[str, 1, MAX_TELL],
+        id: str | None = None,
+    ) -> None:
+        await reply(interaction, await in_time(interaction, _tell(interaction, id, text)))
 
 
 async def cancel_job(
@@ -178,3 +190,31 @@ async def _resolve(
             f"Job `{job.public_id}` is {job.state.value}; only an `unknown` job can be resolved."
         ), None
     return f"Resolved job `{done.public_id}`: now {done.state.value}.", job
+
+
+async def _tell(interaction: discord.Interaction[Any], job_id: str | None, text: str) -> str:
+    """``/job tell``: deliver a follow-up to the job's mailbox, as a mention in its thread does."""
+    job = await visible(interaction, job_id)
+    if job is None:
+        return NO_SUCH_JOB if job_id else NO_JOB_HERE
+    if job.requester == requester_of(interaction.user):
+        actor = Actor.REQUESTER
+    elif await may_moderate(interaction, job):
+        actor = Actor.OPERATOR
+    else:
+        return f"Only the requester or a moderator can tell job `{job.public_id}` something."
+    try:
+        told = await host_of(interaction).store.tell(
+            job.public_id,
+            text,
+            actor=actor,
+            by=requester_of(interaction.user),
+            transport_id=f"discord:{interaction.id}",
+        )
+    except ErrandError as exc:  # it ended, or no words: nothing was recorded
+        return render.code(str(exc), 300)
+    host_of(interaction).delivery.poke(job.id, job.public_id)
+    return (
+        f"Told job `{job.public_id}` (message {told.message.seq}); "
+        "it reads it at its next step, or now if it waits for one."
+    )

@@ -25,6 +25,7 @@ from bot.delivery.discord_io import Turns
 from bot.delivery.followed import Followed
 from bot.delivery.notices import Notices
 from bot.delivery.progress import ProgressMessage
+from bot.delivery.questions import QuestionMessages
 from bot.delivery.round import TRANSIENT, Round
 from bot.delivery.thread import Threads
 from bot.errors import BindingPending, Stopping
@@ -81,6 +82,7 @@ class Delivery:
                 stats=self.stats,
             ),
             notices=Notices(client, self.turns, self.stats),
+            questions=QuestionMessages(client, self.turns, self.stats),
             answers=self.answers,
             settings=settings,
             stats=self.stats,

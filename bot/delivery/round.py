@@ -5,7 +5,8 @@ A round reads the job once, in the statement that leases its notices (a
 :class:`~jobs.engine.notices.NoticeRound`), and at most once more when news came while it waited to
 edit (:mod:`bot.delivery.progress`). It makes sure the job's thread exists, shows the current
 state on the progress message, posts one notice per notice-worthy transition and marks each
-notice delivered with what Discord made of it. What happens to the round's notices when
+notice delivered with what Discord made of it; a question's notice shows the question
+(:mod:`bot.delivery.questions`). What happens to the round's notices when
 something fails is decided here: handed back uncounted when Discord or the database is only
 away (or the bot stops), counted and later dead-lettered when Discord refuses.
 """
@@ -24,16 +25,18 @@ from bot.delivery.discord_io import NO_ANSWER, describe
 from bot.delivery.followed import Followed
 from bot.delivery.notices import Notices
 from bot.delivery.progress import ProgressMessage
+from bot.delivery.questions import QuestionMessages
 from bot.delivery.thread import Threads, waits_for_anchor
 from bot.errors import BindingPending, Stopping
 from bot.metrics import discord_retry, notice_dead_lettered, notice_delivered
 from bot.settings import BotSettings
-from jobs.transport import TERMINAL, UNAVAILABLE, Notice, Outbox, get_logger
+from jobs.transport import TERMINAL, UNAVAILABLE, Notice, Outbox, State, get_logger
 
 log = get_logger("bot.delivery")
 
-NOTICE_TOPIC = "transition"
-"""What every notice is about (the ``topic`` label of the notice metrics)."""
+QUESTION = "question"
+"""The topic of a question's notice (the others are transitions): the ``topic`` label of the
+notice metrics is the notice's topic."""
 
 # Errors after which a round is simply tried again: the database unavailable (the one list,
 # jobs.engine.db.UNAVAILABLE) or refusing a statement, Discord not answering or failing.
@@ -60,6 +63,7 @@ class Round:
         threads: Threads,
         progress: ProgressMessage,
         notices: Notices,
+        questions: QuestionMessages,
         answers: Answers,
         settings: BotSettings,
         stats: dict[str, int],
@@ -69,6 +73,7 @@ class Round:
         self.threads = threads
         self.progress = progress
         self.notices = notices
+        self.questions = questions
         self.answers = answers
         self.settings = settings
         self.stats = stats
@@ -94,20 +99,23 @@ class Round:
         shown = await self.outbox.claim(followed.job_id)
         job = shown.job
         pending = list(shown.notices)
+        asked: dict[int, str] = {}  # question messages this round posted, by question id
         try:
             binding = await self.threads.ensure(job, binding)
             binding = await self.progress.show(followed, job, shown.assets, binding)
             while pending:
                 notice = pending[0]
                 external = binding.progress_message_id
-                if notice.to_state in render.NOTICE_STATES:
+                if notice.topic == QUESTION:
+                    external = await self.questions.show(job, notice, binding, asked)
+                elif notice.to_state in render.NOTICE_STATES:
                     external = await self.notices.post(job, notice, binding)
                 if not await self.outbox.done(notice, external):
                     # Another process took these notices over (we stalled past the lease); it
                     # delivers them, and the nonce makes our send and its send one message.
                     log.warning("delivery.lease_lost", job_id=job.public_id, outbox_id=notice.id)
                     return True
-                notice_delivered(NOTICE_TOPIC, _age(notice.at))
+                notice_delivered(notice.topic, _age(notice.at))
                 pending.pop(0)
         except Stopping:
             # The bot is stopping before these were sent: due again at once, for the next bot.
@@ -132,7 +140,10 @@ class Round:
         if job.state in render.NOTICE_STATES and binding.progress_state is job.state:
             # The progress message shows how it ended (unknown included): so does the answer.
             await self.answers.settle(job, binding)
-        return job.state in TERMINAL and binding.progress_state in TERMINAL
+        # A waiting job changes only through a notice (an answer, a timer, a cancel), which the
+        # poll finds: once its wait is shown, its actor may end.
+        waits = job.state is State.WAITING and binding.progress_state is State.WAITING
+        return waits or (job.state in TERMINAL and binding.progress_state in TERMINAL)
 
     async def _refused(
         self, followed: Followed, pending: list[Notice], exc: Exception, *, ended: bool
@@ -149,7 +160,7 @@ class Round:
         )
         for notice in pending:
             if await self.outbox.failed(notice, error):
-                notice_dead_lettered(NOTICE_TOPIC)
+                notice_dead_lettered(notice.topic)
                 log.warning(
                     "delivery.dead_lettered", job_id=followed.public_id, outbox_id=notice.id
                 )

@@ -3,11 +3,13 @@
 
 A wait for a person first waits in its worker, woken by ``NOTIFY errand_mailbox`` (and a poll,
 should a NOTIFY be missed), for up to the park threshold (``park_after``, the worker's
-``ERRAND_WORKER_PARK_AFTER_SECONDS``). Past it, the handler parks: :class:`~jobs.errors.JobParked`
-unwinds it, the attempt ends ``parked`` and the job is ``waiting``, holding no lease and no
-slot. A sleep longer than the threshold parks at once. The answer, the message or the timer
-queues the job; the next attempt replays the handler from its last checkpoint, and the wait it
-parked at returns at once.
+``ERRAND_WORKER_PARK_AFTER_SECONDS``). Past it, the handler parks:
+:class:`~jobs.errors.JobParked` unwinds it, the attempt ends ``parked`` and the job is
+``waiting``, holding no lease and no slot. A sleep longer than the threshold (and than
+:data:`SLEEP_PARKS_AFTER`) does the same: it sleeps in its worker up to the threshold, then
+parks until its time. The answer, the message or the timer queues the job; the next attempt
+replays the handler from its last checkpoint, and the wait it parked at returns at once (a sleep
+after the rest of its time).
 
 Which wait is which, on a replay: every wait is numbered from the handler's last checkpoint (the
 first is 1), and a park records its number. Replaying, a wait numbered below the parked one is
@@ -42,6 +44,10 @@ from jobs.errors import JobParked, NoAnswer
 from jobs.runtime.attempt import Attempt, StopReason
 
 T = TypeVar("T")
+
+SLEEP_PARKS_AFTER = 1.0
+"""Seconds a wait must have left to park, whatever the threshold: a shorter one costs less in
+its worker than a park and a replay."""
 
 NO_DEFAULT: Any = object()
 """``ctx.ask`` without a default: no answer in time raises :class:`~jobs.errors.NoAnswer`."""
@@ -156,7 +162,7 @@ class Waits:
         *,
         until: datetime | None,
         wait: Wait,
-        person: bool,
+        person: bool = False,
     ) -> T | None:
         """Wait in this process until ``check()`` returns something (returned) or ``until``
         passes (None); past the park threshold, park. A worker stopping parks it too: the wait
@@ -176,7 +182,8 @@ class Waits:
                 if until is not None and now >= until:
                     return None
                 left = park_at - time.monotonic()
-                if left <= 0 and self.may_park():
+                soon = until is not None and (until - now).total_seconds() <= SLEEP_PARKS_AFTER
+                if left <= 0 and self.may_park() and not soon:
                     raise self._park(wait)
                 timeout = max(0.0, min(left if left > 0 else self.poll, self.poll))
                 if until is not None:
@@ -296,16 +303,16 @@ class Waits:
         self.ctx.checkpoint()
 
     async def sleep(self, seconds: float) -> None:
-        """Sleep ``seconds``: in this process up to the park threshold, parked beyond it."""
+        """Sleep ``seconds``: in this process up to the park threshold, then parked."""
         self._count += 1
-        if seconds <= self.park_after:
+        if seconds <= max(self.park_after, SLEEP_PARKS_AFTER):
             await self._nap(seconds)
             return
         until = datetime.now(UTC) + timedelta(seconds=seconds)
         await self._time(self._count, until)
 
     async def sleep_until(self, when: datetime) -> None:
-        """Sleep until ``when`` (timezone-aware), parked when that is past the threshold."""
+        """Sleep until ``when`` (timezone-aware), parked once past the threshold."""
         if when.tzinfo is None:
             raise ValueError("sleep_until needs a timezone-aware datetime")
         self._count += 1
@@ -317,10 +324,12 @@ class Waits:
             self.ctx.checkpoint()
             return
         if replay == "parked" and self._last is not None and self._last.until is not None:
-            until = self._last.until
-        left = (until - datetime.now(UTC)).total_seconds()
-        if left <= self.park_after or not self.may_park():
-            await self._nap(max(0.0, left))
+            until = self._last.until  # the time it parked until, not one counted anew
+        if not self.may_park():
+            await self._nap(max(0.0, (until - datetime.now(UTC)).total_seconds()))
             return
-        self.ctx.checkpoint()
-        raise self._park(Wait(WaitFor.TIME, number, until=until))
+        await self._until(_nothing, until=until, wait=Wait(WaitFor.TIME, number, until=until))
+
+
+async def _nothing() -> None:
+    """What a sleep waits for besides its time: nothing (its look finds nothing)."""

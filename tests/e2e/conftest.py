@@ -22,6 +22,7 @@ from bot.settings import BotSettings
 from discord_emulator import Channel, Emulator, InteractionHandle, Message, User
 from discord_emulator.faults import Hold
 from discord_emulator.testing import World, running_bot
+from jobs.engine.state import State
 from jobs.engine.store import JobStore
 from jobs.engine.views import JobView
 from jobs.runtime.registry import Registry
@@ -29,7 +30,7 @@ from jobs.runtime.worker import Worker
 from tests.support.polling import poll
 from tests.support.runtime import running_worker as shared_running_worker
 
-STATE = re.compile(r"\*\*(queued|running|cancelling|succeeded|failed|cancelled|unknown)\*\*")
+STATE = re.compile(rf"\*\*({'|'.join(s.value for s in State)})\*\*")
 JOB_ID = re.compile(r"Job `([a-z0-9]+)`")
 
 

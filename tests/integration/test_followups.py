@@ -108,7 +108,7 @@ async def test_a_wait_for_a_message_times_out_in_the_worker_and_parked(
 ) -> None:
     async with running_worker(talk, reg, db_dsn, park_after_seconds=0.2, reaper_seconds=0.1):
         short = (await talk.submit("listener", {"timeout": 0.1}, requester="a"))[0]
-        long = (await talk.submit("listener", {"timeout": 0.8}, requester="a"))[0]
+        long = (await talk.submit("listener", {"timeout": 2.0}, requester="a"))[0]
         assert (await job_reaches(talk, short.public_id, {"succeeded"})).result == {
             "heard": [],
             "timed_out": True,

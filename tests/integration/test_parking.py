@@ -128,7 +128,7 @@ async def test_an_answer_that_comes_while_the_park_is_written_queues_the_job_at_
 async def test_a_long_sleep_parks_and_a_replay_returns_from_the_wait_it_parked_at(
     talk: JobStore, reg: Registry, db_dsn: str
 ) -> None:
-    job, _ = await talk.submit("sleeper", {"seconds": 1.0}, requester="a")
+    job, _ = await talk.submit("sleeper", {"seconds": 1.5}, requester="a")
     async with running_worker(talk, reg, db_dsn, park_after_seconds=0.3, reaper_seconds=0.1):
         parked = await job_reaches(talk, job.public_id, {"waiting"})
         assert parked.wait_for == "time"

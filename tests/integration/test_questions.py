@@ -176,7 +176,7 @@ async def test_a_timeout_takes_the_default_and_without_one_the_job_fails(
     a late answer is refused as closed."""
     async with running_worker(talk, reg, db_dsn, park_after_seconds=0.3, reaper_seconds=0.1):
         short = (await talk.submit("asker", {"timeout": 0.2, "default": "grey"}, requester="a"))[0]
-        parked = (await talk.submit("asker", {"timeout": 1.0, "default": "pink"}, requester="a"))[0]
+        parked = (await talk.submit("asker", {"timeout": 2.0, "default": "pink"}, requester="a"))[0]
         none = (await talk.submit("asker", {"timeout": 0.2}, requester="a"))[0]
         assert (await job_reaches(talk, short.public_id, {"succeeded"})).result["answer"] == "grey"
         await job_reaches(talk, parked.public_id, {"waiting"})
