@@ -19,6 +19,17 @@ made twice, and its tokens stay charged once. A tool call that was running when 
 stopped is run again only if its command is retry-safe; otherwise the model is told it was
 interrupted. The ``openai`` package is imported in a thread, never on the event loop. The key is
 a ``SecretStr``, never logged or stored.
+
+The agent talks back (docs/kinds.md, "The agent's questions, follow-ups and approvals"):
+
+- its ``ask_user`` tool asks the requester a question (``ctx.ask``, keyed by the tool call), and
+  the answer is the tool's result; the job parks while it waits;
+- follow-ups sent to the job (a mention in its thread, ``/job tell``) join the conversation as
+  the requester's messages before the next model call, saved with it in the checkpoint, so a
+  resumed job sees each one once;
+- a catalog command marked ``approve`` asks "Run `...`? Approve / Deny" first
+  (:func:`jobs.kinds.command.approval`); the decision is recorded before the command may start,
+  a denial is the tool's result, and a resumed job never asks twice.
 """
 
 from __future__ import annotations
@@ -29,13 +40,14 @@ import importlib
 import json
 import sys
 import threading
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from jobs.errors import JobFailed
-from jobs.kinds.command import CommandSpec, load_catalog, run_command
+from jobs.kinds.command import CommandSpec, approval, load_catalog, run_command
 from jobs.runtime.budget import Budget, Meter, estimate_tokens
 from jobs.runtime.context import Context
 from jobs.runtime.registry import kind
@@ -56,6 +68,33 @@ REPLY_OVERHEAD = 4096
 BYTES_PER_TOKEN = 8
 """Bytes of reply allowed per ``max_tokens`` token (about 4 characters a token, JSON-escaped)."""
 
+ASK_USER = "ask_user"
+"""The agent's own tool: a question to the requester, whose answer is the tool's result."""
+
+ASK_USER_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": ASK_USER,
+        "description": (
+            "Ask the person who started this task a question and wait for the answer. Use it "
+            "when you need a decision or a fact only they have."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "question": {"type": "string", "description": "The question, in one sentence"},
+                "choices": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "description": "Answers to offer (optional; at most 25)",
+                },
+            },
+            "required": ["question"],
+            "additionalProperties": False,
+        },
+    },
+}
+
 INTERRUPTED_TOOL = (
     "error: this tool call was interrupted when its worker stopped; it may or may not have "
     "taken effect, and it is not retry-safe, so it was not run again"
@@ -74,6 +113,7 @@ class AgentParams(BaseModel):
     )
     max_steps: int = Field(default=10, ge=1, le=200, description="Model calls at most")
     budget: Budget | None = Field(default=None, description="Tighter bounds for this job")
+    ask_user: bool = Field(default=True, description="Whether it may ask the requester questions")
 
     @model_validator(mode="after")
     def _tools_exist(self) -> AgentParams:
@@ -108,6 +148,7 @@ async def agent(ctx: Context, params: AgentParams) -> dict[str, Any]:
         await ctx.progress(number, params.max_steps, "resuming")
 
     async def save(running: str | None = None) -> None:
+        # What it read of its mailbox is saved with it (Context.checkpoint).
         await ctx.checkpoint({"messages": messages, "steps": number, "started": running})
 
     async def answer_tools(meter: Meter, calls: list[Any], interrupted: str | None) -> None:
@@ -116,9 +157,21 @@ async def agent(ctx: Context, params: AgentParams) -> dict[str, Any]:
             if call.id == interrupted and not _retry_safe(setup.tools, call):
                 output = INTERRUPTED_TOOL
             else:
-                await save(running=call.id)
-                output = await _run_tool(ctx, meter, setup.tools, call, f"{number}-{index}")
+
+                async def starting(running: str = call.id) -> None:
+                    await save(running=running)
+
+                output = await _run_tool(
+                    ctx, meter, setup.tools, call, f"{number}-{index}", starting=starting
+                )
             messages.append({"role": "tool", "tool_call_id": call.id, "content": output})
+            await save()
+
+    async def steer() -> None:
+        """Follow-ups sent meanwhile join the conversation before the next model call."""
+        heard = await ctx.messages()
+        if heard:
+            messages.extend(_followup(m) for m in heard)
             await save()
 
     try:
@@ -127,6 +180,7 @@ async def agent(ctx: Context, params: AgentParams) -> dict[str, Any]:
             async with ctx.step(f"model {number}") as meter:
                 await answer_tools(meter, pending, started)
         while number < params.max_steps:
+            await steer()
             async with ctx.step(f"model {number + 1}") as meter:
                 message = await _call_model(ctx, meter, setup, messages)
                 messages.append(message.model_dump(exclude_none=True))
@@ -149,6 +203,7 @@ class _Setup:
     model: str
     tools: dict[str, CommandSpec]
     completion: Any  # openai's ChatCompletion model
+    ask_user: bool = True
 
 
 _import_lock = threading.Lock()
@@ -182,6 +237,7 @@ def _setup(params: AgentParams) -> _Setup:
     tools = load_catalog().agent_tools()
     if params.tools is not None:
         tools = {n: tools[n] for n in params.tools}
+    tools.pop(ASK_USER, None)  # the agent's own tool: a catalog command cannot take its name
     client = openai.AsyncOpenAI(
         base_url=settings.endpoint,
         # Local servers (Ollama, llama.cpp) take no key; the client wants a non-empty one.
@@ -190,14 +246,17 @@ def _setup(params: AgentParams) -> _Setup:
         max_retries=settings.max_retries,
     )
     completion = importlib.import_module("openai.types.chat").ChatCompletion
-    return _Setup(client, settings.model, tools, completion)
+    return _Setup(client, settings.model, tools, completion, params.ask_user)
 
 
 async def _call_model(ctx: Context, meter: Meter, setup: _Setup, messages: list[Any]) -> Any:
     """One chat completion, held to the token bounds; returns the reply's message."""
     request: dict[str, Any] = {"model": setup.model, "messages": messages}
-    if setup.tools:
-        request["tools"] = [t.tool_schema() for t in setup.tools.values()]
+    schemas = [t.tool_schema() for t in setup.tools.values()]
+    if setup.ask_user:
+        schemas.append(ASK_USER_TOOL)
+    if schemas:
+        request["tools"] = schemas
     request_tokens = estimate_tokens(json.dumps(messages), json.dumps(request.get("tools")))
     max_tokens = meter.reserve(request_tokens)  # raises (no call) when nothing is left
     if max_tokens is not None:
@@ -259,25 +318,72 @@ class _Call:
 
 
 def _retry_safe(tools: dict[str, CommandSpec], call: Any) -> bool:
-    spec = tools.get(getattr(getattr(call, "function", None), "name", ""))
-    return spec is not None and spec.retry_safe
+    """Whether an interrupted call may run again: a retry-safe command, or ``ask_user`` (asked
+    again, its question returns the recorded answer)."""
+    name = getattr(getattr(call, "function", None), "name", "")
+    spec = tools.get(name)
+    return name == ASK_USER or (spec is not None and spec.retry_safe)
+
+
+def _followup(message: Any) -> dict[str, Any]:
+    """A follow-up as the requester's (or an operator's) message in the conversation."""
+    who = "the requester" if message.actor == "requester" else "an operator"
+    return {"role": "user", "content": f"[follow-up from {who}] {message.text}"}
+
+
+def _arguments(function: Any) -> dict[str, Any]:
+    args = json.loads(getattr(function, "arguments", None) or "{}")
+    if not isinstance(args, dict):
+        raise ValueError("arguments must be a JSON object")
+    return args
+
+
+async def _ask_user(ctx: Context, call: Any) -> str:
+    """The ``ask_user`` tool: the requester's answer (the job parks while it waits)."""
+    try:
+        args = _arguments(getattr(call, "function", None))
+        question = args.get("question")
+        choices = args.get("choices") or None
+        if not isinstance(question, str) or not question.strip():
+            raise ValueError("'question' must be text")
+        if choices is not None and not (
+            isinstance(choices, list) and all(isinstance(c, str) for c in choices)
+        ):
+            raise ValueError("'choices' must be a list of texts")
+        answer = await ctx.ask(f"{ASK_USER}:{call.id}", question.strip(), choices)
+    except ValueError as exc:
+        return f"error: bad arguments for {ASK_USER}: {exc}"
+    return f"The requester answered: {answer}"
 
 
 async def _run_tool(
-    ctx: Context, meter: Meter, tools: dict[str, Any], call: Any, label: str
+    ctx: Context,
+    meter: Meter,
+    tools: dict[str, Any],
+    call: Any,
+    label: str,
+    *,
+    starting: Callable[[], Awaitable[None]],
 ) -> str:
-    """Run one tool call; problems go back to the model as the tool's answer."""
+    """Run one tool call; problems go back to the model as the tool's answer. ``starting`` is
+    awaited just before a command starts (it records that it runs: a crash after it does not
+    run it again unless it is retry-safe)."""
     function = getattr(call, "function", None)
     name = getattr(function, "name", "")
+    if name == ASK_USER:
+        return await _ask_user(ctx, call)
     if name not in tools:
         return f"error: no tool named {name!r}; available: {', '.join(sorted(tools))}"
     try:
-        args = json.loads(getattr(function, "arguments", None) or "{}")
-        if not isinstance(args, dict):
-            raise ValueError("arguments must be a JSON object")
+        args = _arguments(function)
         tools[name].argv_for(args)
     except ValueError as exc:
         return f"error: bad arguments for {name}: {exc}"
+    refused = await approval(ctx, tools[name], args, f"approve:{call.id}")
+    if refused is not None:
+        ctx.log.info("agent.tool_denied", tool=name, step=meter.name)
+        return f"error: {refused}; do not run it again without asking"
+    await starting()
     ctx.log.info("agent.tool_call", tool=name, step=meter.name)
     result = await run_command(
         ctx, tools[name], args, log_asset=f"tool-{label}-{name}.log", progress=False

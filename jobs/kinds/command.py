@@ -2,7 +2,8 @@
 
 A catalog is a TOML file (``ERRAND_COMMAND_CATALOG``; ``examples/commands.toml`` when unset) of
 named commands: an argv list, working directory, environment allow-list, timeout, retry-safe
-flag, whether the ``agent`` kind may call it as a tool, and declared parameters. User text never
+flag, whether the ``agent`` kind may call it as a tool, whether it runs only once the requester
+approves it (``approve``), and declared parameters. User text never
 reaches a shell and never becomes an argv element that was not declared: a parameter can only
 fill a ``{name}`` placeholder *inside* an argv element the operator wrote, as one element.
 """
@@ -13,6 +14,7 @@ import asyncio
 import math
 import os
 import re
+import shlex
 import tomllib
 from functools import cache
 from pathlib import Path
@@ -123,6 +125,8 @@ class CommandSpec(BaseModel):
     timeout: float = Field(default=300.0, gt=0)
     retry_safe: bool = False
     agent_tool: bool = False
+    # Asks the requester "Run `...`? Approve / Deny" before every run (see approval()).
+    approve: bool = False
     params: dict[str, ParamDecl] = Field(default_factory=dict)
 
     @model_validator(mode="after")
@@ -221,6 +225,27 @@ def _load(path: Path, _mtime: int, _size: int) -> Catalog:
     return Catalog(commands=commands, path=path)
 
 
+APPROVE, DENY = "Approve", "Deny"
+
+
+async def approval(ctx: Context, spec: CommandSpec, args: dict[str, Any], key: str) -> str | None:
+    """For a command marked ``approve``: ask the requester whether to run it (once per ``key``;
+    a resumed attempt gets the recorded decision, so it never asks twice), and say why it may
+    not run. None: it may run (approved, or it needs no approval).
+
+    The decision is durable before the command can start, so a command that needs approval
+    never runs without one, whatever crashes between the approval and the run.
+    """
+    if not spec.approve:
+        return None
+    line = shlex.join(spec.argv_for(args))
+    decision = await ctx.ask(key, f"Run `{line}`?", [APPROVE, DENY])
+    if decision == APPROVE:
+        return None
+    who = getattr(decision, "by", None) or "the requester"
+    return f"not approved: {who} denied running `{line}`"
+
+
 # Environment variables whose values are treated as secrets (masked by value wherever Errand
 # writes text) when a catalog command passes them through.
 _SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|CREDENTIAL|PRIVATE", re.I)
@@ -303,6 +328,9 @@ class CommandParams(BaseModel):
 async def command(ctx: Context, params: CommandParams) -> dict[str, Any]:
     """Run a command from the operator's catalog."""
     spec = (await asyncio.to_thread(load_catalog)).get(params.name)  # file I/O: off the loop
+    refused = await approval(ctx, spec, params.args, "approve")
+    if refused is not None:
+        raise JobFailed(refused)
 
     async def run() -> dict[str, Any]:
         return await run_command(ctx, spec, params.args, log_asset="command.log", progress=True)

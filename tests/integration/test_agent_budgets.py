@@ -98,7 +98,8 @@ async def test_a_misbehaving_server_cannot_take_a_job_past_its_token_bound(
         registry,
         db_dsn,
         tmp_path,
-        {"prompt": f"[script:{script}] hi", "budget": {"step_tokens": bound}},
+        # Without the ask_user tool: its schema alone would be estimated over this bound.
+        {"prompt": f"[script:{script}] hi", "budget": {"step_tokens": bound}, "ask_user": False},
     )
     assert done.state.value == "failed"
     assert (done.reason or "").startswith("budget exceeded: tokens per step ")

@@ -154,7 +154,8 @@ async def test_a_token_budget_is_enforced_from_the_reported_usage(
         registry,
         db_dsn,
         tmp_path,
-        {"prompt": "[script:wordy] hi", "budget": {"step_tokens": 100}},
+        # Without the ask_user tool: its schema alone would be estimated over this bound.
+        {"prompt": "[script:wordy] hi", "budget": {"step_tokens": 100}, "ask_user": False},
     )
     assert state == "failed"
     assert out["job"].reason == "budget exceeded: tokens per step 150 > 100"
