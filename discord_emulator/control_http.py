@@ -198,6 +198,7 @@ async def http_interaction(request: web.Request) -> web.Response:
             "original": emu.state.message_payload(original) if original else None,
             "followups": [emu.state.message_payload(m) for m in handle.followups],
             "choices": inter.autocomplete_choices,
+            "modal": inter.modal,
         }
     )
 

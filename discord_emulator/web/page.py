@@ -8,6 +8,7 @@ stream use the control API (``/_emulator/clicks``, ``/_emulator/events``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from importlib import resources
@@ -233,6 +234,20 @@ def _lookup(emu: Control) -> dict[str, int]:
     return names
 
 
+_TYPED_MENTION = re.compile(r"(?<![\w<])@([A-Za-z0-9_.]{2,32})")
+
+
+def typed_mentions(emu: Control, text: str) -> str:
+    """``@name`` typed for a member becomes the mention Discord's client sends (``<@id>``)."""
+    users = {u.username.lower(): u.id for u in emu.state.users.values()}
+
+    def mention(match: re.Match[str]) -> str:
+        found = users.get(match[1].lower())
+        return f"<@{found}>" if found is not None else match[0]
+
+    return _TYPED_MENTION.sub(mention, text)
+
+
 async def send(request: web.Request) -> web.Response:
     """Send the composer's text as ``user_id`` in ``channel_id``: a slash command or a message."""
     emu = _emu(request)
@@ -250,7 +265,7 @@ async def send(request: web.Request) -> web.Response:
     if not text.startswith("/"):
         if channel.type == FORUM:
             return web.json_response({"error": "post in a thread of this forum"}, status=400)
-        msg = emu.send_message(user_id, channel, text)
+        msg = emu.send_message(user_id, channel, typed_mentions(emu, text))
         return web.json_response({"message_id": str(msg.id)})
     offered = commands_for(emu, channel, user_id)
     try:

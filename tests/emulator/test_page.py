@@ -334,3 +334,14 @@ async def test_the_newest_message_of_a_thread_shows_under_the_message_that_start
         opening = (await view(thread.id))[0]
     assert opening["type"] == 21
     assert opening["referenced_message"]["content"] == "let's discuss"
+
+
+async def test_an_at_name_typed_in_the_page_is_sent_as_a_mention(emu: Emulator) -> None:
+    """``@alice`` for a member becomes ``<@id>`` (what Discord's client sends, and what makes
+    the message mention them); an unknown name, an address or a mention already written stay."""
+    from discord_emulator.web.page import typed_mentions
+
+    world = make_world(emu)
+    alice = world.alice.id
+    assert typed_mentions(emu, "@Alice hi, @nobody") == f"<@{alice}> hi, @nobody"
+    assert typed_mentions(emu, "a@alice.com <@1>") == "a@alice.com <@1>"

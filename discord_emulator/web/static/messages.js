@@ -20,15 +20,48 @@ function renderEmbed(embed) {
   </div>`;
 }
 
+// A string select menu (component type 3): choosing an option sends it, as Discord's client does.
+function renderSelect(c) {
+  const options = (c.options || []).map((o) =>
+    `<option value="${escapeHtml(o.value)}">${escapeHtml(o.label)}</option>`).join("");
+  return `<select class="menu" data-custom-id="${escapeHtml(c.custom_id)}" ${c.disabled ? "disabled" : ""}
+    aria-label="${escapeHtml(c.placeholder || "Choose")}"><option value="" selected disabled>${
+    escapeHtml(c.placeholder || "Choose")}</option>${options}</select>`;
+}
+
 function renderComponents(rows) {
   return (rows || []).filter((row) => row.type === 1).map((row) => `<div class="row">${
-    (row.components || []).filter((c) => c.type === 2).map((c) => {
+    (row.components || []).map((c) => {
+      if (c.type === 3) return renderSelect(c);
+      if (c.type !== 2) return "";
       const style = BUTTON_STYLES[c.style] || "secondary";
       const label = `${c.emoji && c.emoji.name ? c.emoji.name + " " : ""}${escapeHtml(c.label || "")}`;
       if (c.style === 5) return `<a class="button link" href="${escapeHtml(c.url)}" target="_blank">${label}</a>`;
       return `<button type="button" class="${style}" data-custom-id="${escapeHtml(c.custom_id)}"
         ${c.disabled ? "disabled" : ""}>${label}</button>`;
     }).join("")}</div>`).join("");
+}
+
+// The reactions under a message (a bot's acknowledgement of a follow-up, say).
+function renderReactions(reactions) {
+  if (!reactions || !reactions.length) return "";
+  return `<div class="reactions">${reactions.map((r) => `<span class="reaction${r.me ? " mine" : ""}"
+    title="${escapeHtml(r.emoji.name || "")}">${escapeHtml(r.emoji.name || "")} ${r.count}</span>`).join("")}</div>`;
+}
+
+// The modal a bot opened (interaction response type 9): its text inputs, found in action rows or
+// labels, as one form. Returns [{custom_id, label, style, required, max_length, placeholder}].
+function modalInputs(components) {
+  const found = [];
+  const walk = (items, label) => {
+    for (const c of items || []) {
+      if (c.type === 4) found.push({ ...c, label: c.label || label || c.custom_id });
+      else if (c.type === 18) walk([c.component], c.label);
+      else walk(c.components, label);
+    }
+  };
+  walk(components);
+  return found;
 }
 
 // Discord's system messages, each one line (Message resource: Message Types).
@@ -92,7 +125,8 @@ function renderMessage(msg) {
   const note = msg.ephemeral
     ? `<div class="ephemeral-note">${ICONS["👁"]} Only you can see this ·
        <button type="button" class="dismiss" data-dismiss="${msg.id}">Dismiss message</button></div>` : "";
-  return `${used}${messageBody(msg)}${renderComponents(msg.components)}${msg.thread ? threadLine(msg) : ""}${note}`;
+  return `${used}${messageBody(msg)}${renderComponents(msg.components)}${renderReactions(msg.reactions)}${
+    msg.thread ? threadLine(msg) : ""}${note}`;
 }
 
 // Whether the acting user sees a message now: an ephemeral one only in the session it arrived

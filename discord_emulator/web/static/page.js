@@ -69,6 +69,7 @@ class Pane {
     this.stuck = true;
     this.composer = new Composer(this, $(".composer", root));
     this.list.addEventListener("click", (event) => this.onClick(event));
+    this.list.addEventListener("change", (event) => this.onChoose(event));
     this.list.addEventListener("keydown", (event) => {
       if (event.key === "Enter" && event.target.closest("[data-job]")) this.onClick(event);
     });
@@ -145,7 +146,8 @@ class Pane {
       const preview = msg.thread_preview ? `${msg.thread_preview.author.id}:${msg.thread_preview.content}` : "";
       // A thread's starter is drawn from the message it refers to, which may change meanwhile.
       const starter = msg.referenced_message && msg.type === 21 ? msg.referenced_message.edited_timestamp : "";
-      const revision = `${msg.version_count}:${msg.flags}:${msg.loading}:${msg.thread ? msg.thread.name : ""}:${msg.command}:${preview}:${starter}`;
+      const reacted = (msg.reactions || []).map((r) => `${r.emoji.name}${r.count}`).join();
+      const revision = `${msg.version_count}:${msg.flags}:${msg.loading}:${msg.thread ? msg.thread.name : ""}:${msg.command}:${preview}:${starter}:${reacted}`;
       let el = this.list.querySelector(`[data-id="${msg.id}"]`);
       if (!el) {
         el = document.createElement("li");
@@ -216,16 +218,79 @@ class Pane {
     const messageId = button.closest("[data-id]").dataset.id;
     button.disabled = true;
     try {
-      await api("/_emulator/clicks", {
-        method: "POST",
-        body: JSON.stringify({ user_id: page.userId, message_id: messageId, custom_id: button.dataset.customId }),
-      });
-    } catch (err) {
-      this.composer.error(err.message);
+      await this.interact(messageId, button.dataset.customId);
     } finally {
       setTimeout(() => { button.disabled = false; }, 800);
     }
   }
+
+  // A select menu's option chosen: sent as Discord's client sends it.
+  async onChoose(event) {
+    const menu = event.target.closest("select[data-custom-id]");
+    if (!menu || !menu.value) return;
+    const messageId = menu.closest("[data-id]").dataset.id;
+    menu.disabled = true;
+    try {
+      await this.interact(messageId, menu.dataset.customId, [menu.value]);
+    } finally {
+      setTimeout(() => { menu.disabled = false; }, 800);
+    }
+  }
+
+  // A click or a choice; a bot that answers it with a modal gets the modal shown.
+  async interact(messageId, customId, values) {
+    try {
+      const sent = await api("/_emulator/clicks", {
+        method: "POST",
+        body: JSON.stringify({ user_id: page.userId, message_id: messageId, custom_id: customId, values }),
+      });
+      const answer = await answered(sent.interaction_id);
+      if (answer && answer.response_type === 9 && answer.modal) await openModal(sent.interaction_id, answer.modal);
+    } catch (err) {
+      this.composer.error(err.message);
+    }
+  }
+}
+
+// The bot's first answer to an interaction, once it came (Discord gives it 3 s).
+async function answered(interactionId) {
+  for (let i = 0; i < 40; i++) {
+    const found = await api(`/_emulator/interactions/${interactionId}`);
+    if (found.response_type) return found;
+    await new Promise((resolve) => setTimeout(resolve, 75));
+  }
+  return null;
+}
+
+// A bot's modal as a dialog: its text inputs, submitted as the acting user.
+async function openModal(interactionId, modal) {
+  const dialog = $("#modal");
+  const inputs = modalInputs(modal.components);
+  $("#modal-title").textContent = modal.title || "";
+  $(".modal-body", dialog).innerHTML = inputs.map((c, n) => `<label for="modal-input-${n}">${escapeHtml(c.label)}</label>${
+    c.style === 2
+      ? `<textarea id="modal-input-${n}" name="${escapeHtml(c.custom_id)}" rows="4"`
+      : `<input id="modal-input-${n}" name="${escapeHtml(c.custom_id)}"`} ${c.required === false ? "" : "required"} ${
+    c.max_length ? `maxlength="${c.max_length}"` : ""} placeholder="${escapeHtml(c.placeholder || "")}">${
+    c.style === 2 ? "</textarea>" : ""}`).join("");
+  $(".modal-error", dialog).textContent = "";
+  const form = $("form", dialog);
+  form.onsubmit = async (event) => {
+    event.preventDefault();
+    const values = Object.fromEntries(inputs.map((c) => [c.custom_id, form.elements[c.custom_id].value]));
+    try {
+      await api("/_emulator/modals", {
+        method: "POST",
+        body: JSON.stringify({ user_id: page.userId, interaction_id: interactionId, values }),
+      });
+      dialog.close();
+    } catch (err) {
+      $(".modal-error", dialog).textContent = err.message;
+    }
+  };
+  dialog.showModal();
+  const first = $("input, textarea", dialog);
+  if (first) first.focus();
 }
 
 // The open channel and thread live in the URL, so a reload (or a shared link) reopens them.
@@ -357,6 +422,7 @@ async function start() {
     const pane = link.dataset.kind === "thread" ? page.panes.thread : page.panes.main;
     await pane.show(link.dataset.channel);
   });
+  $("#modal .close").addEventListener("click", () => $("#modal").close());
   const timeline = $("#timeline");
   $(".close", timeline).addEventListener("click", () => timeline.close());
   timeline.addEventListener("click", (event) => { if (event.target === timeline) timeline.close(); });
