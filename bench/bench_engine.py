@@ -625,6 +625,12 @@ async def main() -> None:
     parser.add_argument("--queued", type=int, nargs="+", default=[5000, 50000])
     parser.add_argument("--samples", type=int, default=1000)
     parser.add_argument("--cancels", type=int, default=200)
+    # Jobs that talk back (bench/waiting.py): answers timed, jobs waiting, jobs run beside them.
+    parser.add_argument("--answers", type=int, default=200)
+    parser.add_argument("--waiting", type=int, default=10_000)
+    parser.add_argument(
+        "--queued-with-waiting", type=int, default=5_000, dest="queued_with_waiting"
+    )
     parser.add_argument("--write", type=Path, default=ROOT / "docs" / "performance.md")
     parser.add_argument("--no-write", action="store_true", help="print only")
     args = parser.parse_args()
@@ -638,6 +644,7 @@ async def main() -> None:
     started = datetime.now(UTC)
     figures = {"Errand": Figures(), "pgqueuer": Figures()}
     floor = Figures()
+    talking = Figures()  # bench/waiting.py's figures
     audit_dbs: list[str] = []
     for run in range(args.runs):
         order: list[System] = [Errand(), Pgqueuer()]
@@ -687,6 +694,9 @@ async def main() -> None:
         floor.add("job_row", await bare_submit_statement(server, args.submits, job_row_alone()))
         await quiet(server)
         floor.add("bulk_server_ms", await bulk_server_ms(server, args.bulk))
+        from bench.waiting import measure as measure_waiting
+
+        await measure_waiting(server, talking, args, log)
         loads.append(load_average())
     await quiet(server)  # the runs left large tables for autovacuum
     status = await status_wall(server, 10)
@@ -698,7 +708,7 @@ async def main() -> None:
         admin = await asyncpg.connect(server)
         await admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
         await admin.close()
-    report = render(args, figures, floor, status, first_job, rows, loads, started)
+    report = render(args, figures, floor, status, first_job, rows, loads, started, talking)
     print(report)
     if not args.no_write:
         args.write.write_text(report)
@@ -719,7 +729,10 @@ def render(
     rows: dict[str, int],
     loads: list[str],
     started: datetime,
+    talking: Figures,
 ) -> str:
+    from bench.waiting import table as waiting_table
+
     e, p = figures["Errand"].values, figures["pgqueuer"].values
     api_to_floor = statistics.median(e["single"]) / statistics.median(floor.values["statement"])
     unflushed_ratio = statistics.median(floor.values["submit_unflushed"]) / statistics.median(
@@ -837,6 +850,7 @@ def render(
         f"| `errand worker` spawned → first line of the waiting job's handler "
         f"({len(first_job)} runs) | {spread(first_job, '.3f')} s | ≤ 0.5 s |",
         "",
+        *waiting_table(talking, args),
         "## What is measured",
         "",
         f"- **Submit**: {args.submits:,} calls, each awaited before the next, after 50 warm-up "

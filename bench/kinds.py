@@ -4,6 +4,8 @@
 - ``bench_probe``: reports its first line (enqueue -> handler start latency).
 - ``bench_sleep``: awaits plain ``asyncio.sleep`` (no Errand API) and reports the moment it
   sees the cancel (cancel -> observed latency).
+- ``bench_ask``: asks a question and reports the line after the answer (answer -> resume
+  latency, bench/waiting.py); asked again by a resumed attempt, it reports ``asked`` again.
 """
 
 from __future__ import annotations
@@ -45,3 +47,11 @@ async def bench_sleep(ctx: Context, params: NoParams) -> None:
     except asyncio.CancelledError:
         emit("cancelled", ctx.public_id)
         raise
+
+
+@kind("bench_ask", params=NoParams, retry_safe=True)
+async def bench_ask(ctx: Context, params: NoParams) -> None:
+    """Ask, and report the handler's next line once the answer came."""
+    emit("asked", ctx.public_id)
+    await ctx.ask("go", "Go on?")
+    emit("answered", ctx.public_id)
