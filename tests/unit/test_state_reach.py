@@ -347,3 +347,17 @@ def test_every_state_set_the_sql_names_exists() -> None:
     }
     assert named <= set(SQL_SETS)
     assert len(engine_queries()) > 0
+
+
+def test_waiting_belongs_to_the_sets_of_a_job_that_runs_nothing_but_is_not_over() -> None:
+    """``waiting`` (issue 30) reached each set it belongs to: not terminal and counted against
+    quotas (``active``), holding no lease (not ``live``), ended by a deadline, and the sources
+    of its own wake-up (``waiting``, the timer's index); a worker never claims it directly."""
+    from jobs.engine.state import ACTIVE, LIVE, TERMINAL
+
+    assert State.WAITING in ACTIVE
+    assert State.WAITING not in LIVE | TERMINAL
+    assert State.WAITING in SQL_SETS["deadline"]
+    assert SQL_SETS["waiting"] == {State.WAITING}
+    assert State.WAITING not in SQL_SETS["claimable"]
+    assert State.WAITING in render.CANCELLABLE  # its progress message keeps its Cancel button
