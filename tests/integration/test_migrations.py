@@ -283,6 +283,40 @@ async def test_origin_columns_are_backfilled_and_the_binding_keeps_only_what_del
         await conn.close()
 
 
+async def test_jobs_from_before_waiting_keep_their_meaning(server_dsn: str) -> None:
+    """0014 and 0015 on a database with jobs and notices: every existing event is a transition
+    (in the outbox view too), no job waits for anything, nothing is in a mailbox, and a
+    deadline's index covers waiting jobs from then on."""
+    dsn = await create_database(server_dsn, "errand_mig_waiting")
+    conn = await asyncpg.connect(dsn)
+    try:
+        await apply_through(conn, 13)
+        job = await conn.fetchval(
+            "INSERT INTO job (public_id, kind, requester, origin, state, finished_at)"
+            " VALUES ('old', 'k', 'r', '{\"transport\": \"discord\"}', 'succeeded', now())"
+            " RETURNING id"
+        )
+        await conn.execute(
+            "INSERT INTO event (job_id, from_state, to_state, actor, reason, notice_at)"
+            " VALUES ($1, NULL, 'queued', 'requester', 'submitted', now()),"
+            " ($1, 'running', 'succeeded', 'worker', NULL, now())",
+            job,
+        )
+        assert await apply_through(conn, 15) == ["0014_waiting_state", "0015_mailbox"]
+        events = await conn.fetch("SELECT topic, question_id FROM event ORDER BY id")
+        assert [tuple(e) for e in events] == [("transition", None), ("transition", None)]
+        assert {r["topic"] for r in await conn.fetch("SELECT topic FROM outbox")} == {"transition"}
+        old = await conn.fetchrow("SELECT * FROM job WHERE id = $1", job)
+        assert (old["wait_for"], old["wait_until"], old["mailbox_read"]) == (None, None, 0)
+        assert await conn.fetchval("SELECT count(*) FROM job_message") == 0
+        index = await conn.fetchval("SELECT pg_get_indexdef('job_deadline'::regclass)")
+        assert "'waiting'::job_state" in index
+        with pytest.raises(asyncpg.CheckViolationError):  # waiting says what for
+            await conn.execute("UPDATE job SET state = 'waiting', finished_at = NULL")
+    finally:
+        await conn.close()
+
+
 async def test_two_processes_migrating_together_do_not_race(server_dsn: str) -> None:
     """Concurrent migrate calls apply each file exactly once (advisory lock)."""
     dsn = await create_database(server_dsn, "errand_mig_race")
