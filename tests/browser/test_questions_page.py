@@ -5,25 +5,28 @@ that the bot acknowledges with a reaction."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 from playwright.sync_api import Page, expect
 
-from .conftest import Sandbox
+from .conftest import Sandbox, running_sandbox
 from .test_sandbox import WAIT_MS, open_page, open_thread, summon
 
 
-def question_in(page: Page) -> object:
-    question = page.locator("#thread-pane li.message", has_text="asks:")
-    expect(question).to_have_count(1, timeout=WAIT_MS)
-    return question
+@pytest.fixture
+def parking(tmp_path: Path, data_root: Path) -> Iterator[Sandbox]:
+    """A sandbox whose worker parks a job as soon as it asks (30 s in a plain one)."""
+    with running_sandbox(tmp_path, data_root, {"ERRAND_WORKER_PARK_AFTER_SECONDS": "0"}) as box:
+        yield box
 
 
 def test_questions_with_buttons_a_menu_and_a_modal_and_a_follow_up(
-    sandbox: Sandbox, browser_page: Page, screenshots: Path
+    parking: Sandbox, browser_page: Page, screenshots: Path
 ) -> None:
     page = browser_page
-    open_page(page, sandbox)
+    open_page(page, parking)
 
     job_id, answer = summon(
         page,
@@ -34,7 +37,10 @@ def test_questions_with_buttons_a_menu_and_a_modal_and_a_follow_up(
     question = page.locator("#thread-pane li.message", has_text="asks:")
     expect(question).to_have_count(1, timeout=WAIT_MS)
     expect(question).to_contain_text("Which colour?")
-    page.screenshot(path=str(screenshots / "question.png"), animations="disabled")
+    expect(progress).to_contain_text("waiting", timeout=WAIT_MS)  # parked: no worker holds it
+    expect(progress).to_contain_text("Waiting for @alice: Which colour? · since")
+    expect(progress.locator("svg.icon[aria-label=':pause_button:']")).to_have_count(1)
+    page.screenshot(path=str(screenshots / "state-waiting.png"), animations="disabled")
 
     page.select_option("#viewer", label="bob")
     question.locator("button", has_text="green").click()
@@ -55,7 +61,7 @@ def test_questions_with_buttons_a_menu_and_a_modal_and_a_follow_up(
         "choices=red,orange,yellow,green,blue,indigo",
     )
     _, menu_progress = open_thread(page, menu_answer, menu_id)
-    menu_question = page.locator("#thread-pane li.message", has_text="Pick one")
+    menu_question = page.locator("#thread-pane li.message", has_text="asks: Pick one")
     menu = menu_question.locator("select.menu")
     expect(menu).to_be_visible(timeout=WAIT_MS)
     menu.select_option(label="blue")
@@ -67,7 +73,7 @@ def test_questions_with_buttons_a_menu_and_a_modal_and_a_follow_up(
         page, '/summon task:name it params:steps=1 step_seconds=5 ask="What name?"'
     )
     words_thread, words_progress = open_thread(page, words_answer, words_id)
-    words_question = page.locator("#thread-pane li.message", has_text="What name?")
+    words_question = page.locator("#thread-pane li.message", has_text="asks: What name?")
     words_question.locator("button", has_text="Answer").click()
     modal = page.locator("#modal")
     expect(modal).to_be_visible(timeout=WAIT_MS)

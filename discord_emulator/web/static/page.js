@@ -49,7 +49,9 @@ const ICONS = {
   "💬": svg(":speech_balloon:", '<path d="M3 3h14a1 1 0 0 1 1 1v9a1 1 0 0 1-1 1H8l-4 3.5V14H3a1 1 0 0 1-1-1V4a1 1 0 0 1 1-1z" fill="currentColor"/>'),
   "👁": svg(":eye:", '<path d="M1 10s3.5-6 9-6 9 6 9 6-3.5 6-9 6-9-6-9-6z" fill="none" stroke="currentColor" stroke-width="1.6"/><circle cx="10" cy="10" r="2.8" fill="currentColor"/>'),
 };
-const ICON_RE = /(⏳|▶|🛑|✅|❌|⛔|❓|⚠|🧵|💬|👁)\uFE0F?/gu;
+// Every emoji of the table, with or without its variation selector (a new icon is drawn once it
+// is in the table).
+const ICON_RE = new RegExp(`(${Object.keys(ICONS).join("|")})\uFE0F?`, "gu");
 
 function icons(html) {
   return html.replace(ICON_RE, (_, emoji) => ICONS[emoji]);
