@@ -14,22 +14,12 @@ import pytest
 
 from bot.client import ErrandBot
 from tests.fakes.chat_server import ChatServer, chat_server
+from tests.support.catalog import MARK_CATALOG
 from tests.support.runtime import job_reaches
 from tests.support.worker_process import start_worker, stop_worker
 
 from .conftest import Errand
 from .test_questions import click, custom_ids, question_of
-
-CATALOG = """
-[commands.mark]
-description = "Write a mark in a file"
-argv = ["sh", "-c", "echo ran >> \\"$1\\"", "mark", "{path}"]
-retry_safe = false
-agent_tool = true
-approve = true
-[commands.mark.params.path]
-pattern = "/[A-Za-z0-9_./-]{1,200}"
-"""
 
 
 @pytest.fixture
@@ -38,7 +28,7 @@ async def model(
 ) -> AsyncIterator[tuple[ChatServer, dict[str, str]]]:
     """The fake provider, and the environment a worker process needs to reach it."""
     catalog = tmp_path / "commands.toml"
-    catalog.write_text(CATALOG)
+    catalog.write_text(MARK_CATALOG)
     mark = {"name": "mark", "arguments": {"path": str(tmp_path / "marks")}}
     scripts: dict[str, list[dict[str, Any]]] = {
         "steer": [

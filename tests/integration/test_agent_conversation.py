@@ -15,19 +15,9 @@ from jobs.engine.state import Actor
 from jobs.engine.store import JobStore
 from jobs.runtime.registry import Registry
 from tests.fakes.chat_server import ChatServer, chat_server
+from tests.support.catalog import MARK_CATALOG
 from tests.support.polling import poll
 from tests.support.runtime import job_reaches, running_worker
-
-CATALOG = """
-[commands.mark]
-description = "Write a mark in a file"
-argv = ["sh", "-c", "echo ran >> \\"$1\\"", "mark", "{path}"]
-retry_safe = false
-agent_tool = true
-approve = true
-[commands.mark.params.path]
-pattern = "/[A-Za-z0-9_./-]{1,200}"
-"""
 
 
 def scripts(marker: Path) -> dict[str, list[dict[str, Any]]]:
@@ -56,7 +46,7 @@ def scripts(marker: Path) -> dict[str, list[dict[str, Any]]]:
 @pytest.fixture
 async def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[ChatServer]:
     catalog = tmp_path / "commands.toml"
-    catalog.write_text(CATALOG)
+    catalog.write_text(MARK_CATALOG)
     monkeypatch.setenv("ERRAND_COMMAND_CATALOG", str(catalog))
     async with chat_server(scripts(tmp_path / "marks")) as srv:
         monkeypatch.setenv("ERRAND_AGENT_BASE_URL", srv.url)
