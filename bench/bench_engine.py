@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import compileall
 import gc
 import json
 import os
@@ -49,7 +48,6 @@ import sys
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
@@ -59,83 +57,23 @@ from urllib.parse import urlsplit, urlunsplit
 import asyncpg
 
 from bench.common import empty_db, fresh_db, quantile, server_dsn
+from bench.harness import (
+    ERRAND_WORKER,
+    ROOT,
+    Figures,
+    WorkerProcess,
+    compile_errand,
+    errand_env,
+    quiet,
+)
 
-ROOT = Path(__file__).resolve().parents[1]
 ORIGIN = {"transport": "bench"}  # an origin: every transition's event is also a notice
-ERRAND_WORKER = [sys.executable, "-c", "from bot.cli import main; main()", "worker"]
 ERRAND_CLI = [sys.executable, "-c", "from bot.cli import main; main()"]
 PGQ_WORKER = [sys.executable, "-m", "bench.pgq_worker"]
 
 
-def compile_errand() -> None:
-    """Compile Errand's modules (and the bench's kinds) to bytecode, as ``pip install`` does for an
-    installed package, so the processes measured start as installed ones do. A checkout used in
-    place is otherwise recompiled from source at every start when ``PYTHONDONTWRITEBYTECODE`` is
-    set (as on the machines these figures come from): about 35 ms of every ``errand job status``,
-    which no installed Errand pays. pgqueuer, installed, has its bytecode already."""
-    for package in ("jobs", "bot", "bench"):
-        compileall.compile_dir(ROOT / package, quiet=1)
-
-
-def errand_env(dsn: str) -> dict[str, str]:
-    """The environment of an Errand process: the database and the bench kinds, nothing else."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ERRAND_")}
-    return env | {
-        "DATABASE_URL": dsn,
-        "ERRAND_EXTRA_KINDS": "bench.kinds",
-        "PYTHONPATH": str(ROOT),
-    }
-
-
 def pgq_env(dsn: str) -> dict[str, str]:
     return os.environ | {"BENCH_PGQ_DSN": dsn, "PYTHONPATH": str(ROOT)}
-
-
-# -- the worker processes -------------------------------------------------------------------
-
-
-class WorkerProcess:
-    """A worker subprocess whose handlers report lines (``EVENT ID T``) on its stdout."""
-
-    def __init__(self, proc: asyncio.subprocess.Process, spawned: float) -> None:
-        self.proc = proc
-        self.spawned = spawned
-        self.lines: asyncio.Queue[tuple[str, str, float]] = asyncio.Queue()
-        self._reader = asyncio.create_task(self._read())
-
-    @classmethod
-    async def start(cls, argv: list[str], env: dict[str, str], log: Path) -> WorkerProcess:
-        spawned = time.monotonic()
-        with log.open("ab") as err:
-            proc = await asyncio.create_subprocess_exec(
-                *argv, env=env, cwd=ROOT, stdout=asyncio.subprocess.PIPE, stderr=err
-            )
-        return cls(proc, spawned)
-
-    async def _read(self) -> None:
-        assert self.proc.stdout is not None
-        while line := await self.proc.stdout.readline():
-            parts = line.decode().split()
-            if len(parts) == 3:
-                self.lines.put_nowait((parts[0], parts[1], float(parts[2])))
-
-    async def expect(self, event: str, job_id: str | None = None, within: float = 60) -> float:
-        """The time of the next line ``event`` (of ``job_id``), skipping others."""
-        end = time.monotonic() + within
-        while True:
-            got, jid, at = await asyncio.wait_for(self.lines.get(), end - time.monotonic())
-            if got == event and (job_id is None or jid == job_id):
-                return at
-
-    async def stop(self) -> None:
-        if self.proc.returncode is None:
-            self.proc.terminate()
-            try:
-                await asyncio.wait_for(self.proc.wait(), 20)
-            except TimeoutError:
-                self.proc.kill()
-                await self.proc.wait()
-        self._reader.cancel()
 
 
 # -- the two systems behind one interface ---------------------------------------------------
@@ -322,31 +260,6 @@ async def settle(dsn: str) -> None:
 
 
 # -- the measurements -----------------------------------------------------------------------
-
-
-@dataclass
-class Figures:
-    """Every sample of one system, by measurement."""
-
-    values: dict[str, list[float]] = field(default_factory=dict)
-
-    def add(self, key: str, value: float) -> None:
-        self.values.setdefault(key, []).append(value)
-
-
-async def quiet(server: str, within: float = 120) -> None:
-    """Wait until no autovacuum worker runs on the server (the measurement before this one
-    left tables for it to vacuum and analyze); each measurement then starts on an idle server
-    instead of sharing the two cores with a vacuum it did not cause."""
-    conn = await asyncpg.connect(server)
-    try:
-        end = time.monotonic() + within
-        while time.monotonic() < end and await conn.fetchval(  # noqa: ASYNC110 - the server
-            "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'autovacuum worker'"
-        ):
-            await asyncio.sleep(0.2)
-    finally:
-        await conn.close()
 
 
 async def single_submit(system: System, server: str, n: int, *, flush: bool = True) -> float:

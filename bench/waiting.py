@@ -22,21 +22,67 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from bench.bench_engine import ROOT, Errand, Figures, WorkerProcess, errand_env, opened, quiet
-from bench.common import quantile, server_dsn
+from bench.common import fresh_db, quantile, server_dsn
+from bench.harness import (
+    ERRAND_WORKER,
+    ROOT,
+    Figures,
+    WorkerProcess,
+    compile_errand,
+    errand_env,
+    quiet,
+)
+
+if TYPE_CHECKING:
+    from jobs.ops.app import Engine
 
 PARK_AT_ONCE = {"ERRAND_WORKER_PARK_AFTER_SECONDS": "0"}
 WAIT_IN_WORKER = {"ERRAND_WORKER_PARK_AFTER_SECONDS": "60"}
 
 
-async def _worker(errand: Errand, log: Path, **env: str) -> WorkerProcess:
-    from bench.bench_engine import ERRAND_WORKER
+class Errand:
+    """Errand on a fresh database, as its users open it (``open_engine``), for one measurement."""
 
-    return await WorkerProcess.start(ERRAND_WORKER, errand_env(errand.dsn) | env, log)
+    def __init__(self, engine: Engine, dsn: str) -> None:
+        self.engine, self.dsn, self.store = engine, dsn, engine.store
+
+    async def submit_bulk(self, kind: str, n: int) -> None:
+        from jobs.engine.store import Submission
+
+        await self.store.submit_many([Submission(kind, {}, "bench", None) for _ in range(n)])
+
+    async def pending(self) -> bool:
+        """Whether a job is still queued or running (two probes of the partial indexes)."""
+        return bool(
+            await self.engine.pool.fetchval(
+                "SELECT EXISTS (SELECT 1 FROM job WHERE state = 'queued')"
+                " OR EXISTS (SELECT 1 FROM job WHERE state = 'running')"
+            )
+        )
+
+    async def worker(self, log: Path, **env: str) -> WorkerProcess:
+        return await WorkerProcess.start(ERRAND_WORKER, errand_env(self.dsn) | env, log)
+
+
+@asynccontextmanager
+async def errand_on(server: str, name: str) -> AsyncIterator[Errand]:
+    """Errand open on a fresh database ``name``, its table analyzed as a live one's is."""
+    from jobs.ops.app import open_engine
+    from jobs.settings import Settings
+
+    dsn = await fresh_db(server, name)
+    os.environ.update(errand_env(dsn))
+    async with open_engine(Settings()) as engine:
+        await engine.pool.execute("ANALYZE")
+        yield Errand(engine, dsn)
 
 
 async def _asked(errand: Errand, public_id: str, *, parked: bool, within: float = 30) -> None:
@@ -57,14 +103,13 @@ async def answer_latency(server: str, n: int, log: Path, *, parked: bool) -> lis
     """Seconds from just before each answer's write to its handler's next line."""
     from jobs.engine.state import Actor
 
-    errand = Errand()
-    async with opened(errand, server, "bench_answers"):
-        await errand.analyze()
-        worker = await _worker(errand, log, **(PARK_AT_ONCE if parked else WAIT_IN_WORKER))
+    async with errand_on(server, "bench_answers") as errand:
+        worker = await errand.worker(log, **(PARK_AT_ONCE if parked else WAIT_IN_WORKER))
         out = []
         try:
             for _ in range(n + 5):  # the first five warm the worker and the connections
-                job_id = await errand.submit_one("bench_ask")
+                job, _ = await errand.store.submit("bench_ask", {}, requester="bench")
+                job_id = job.public_id
                 await worker.expect("asked", job_id, within=30)
                 await _asked(errand, job_id, parked=parked)
                 await asyncio.sleep(0.01)  # the worker is idle (parked) or the handler waits
@@ -87,11 +132,10 @@ def rss_kib(pid: int) -> int:
 async def with_waiting(server: str, waiting: int, queued: int, log: Path) -> tuple[float, int]:
     """Jobs/s of a new worker running ``queued`` jobs, and its RSS (KiB) once done, on a
     database where ``waiting`` jobs wait for an answer."""
-    errand = Errand()
-    async with opened(errand, server, "bench_waiting"):
+    async with errand_on(server, "bench_waiting") as errand:
         if waiting:
             await errand.submit_bulk("bench_ask", waiting)
-            parker = await _worker(errand, log, **PARK_AT_ONCE)
+            parker = await errand.worker(log, **PARK_AT_ONCE)
             try:
                 while await errand.pending():  # noqa: ASYNC110 - polling the database is the point
                     await asyncio.sleep(0.05)
@@ -101,9 +145,9 @@ async def with_waiting(server: str, waiting: int, queued: int, log: Path) -> tup
                 "SELECT count(*) FROM job WHERE state = 'waiting' AND current_attempt_id IS NULL"
             )
             assert count == waiting, f"{count} of {waiting} jobs waiting"
-        await errand.analyze()
+        await errand.engine.pool.execute("ANALYZE")
         await errand.submit_bulk("bench_count", queued)
-        worker = await _worker(errand, log)
+        worker = await errand.worker(log)
         try:
             first = await worker.expect("first", within=120)
             while await errand.pending():  # noqa: ASYNC110
@@ -175,8 +219,6 @@ def table(figures: Figures, args: argparse.Namespace) -> list[str]:
 
 
 async def main() -> None:
-    from bench.bench_engine import compile_errand
-
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--answers", type=int, default=200)
