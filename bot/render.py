@@ -359,6 +359,10 @@ def status_page(
     lines.append(" · ".join(times))
     if job.state is State.WAITING:
         lines.append(waiting_line(job))
+    said = job.wait_key if job.state is State.WAITING else None  # the waiting line says it
+    asking = [q for q in status.questions if q.status == "open" and q.key != said]
+    for asked in asking[:3]:  # asked while it runs: the question's message is in the thread
+        lines.append(f"{QUESTION_ICON} Asks {requester(job)}: {clean(asked.text, 200)}")
     if thread_id:
         lines.append(f"Thread: <#{thread_id}>")
     if job.state is State.UNKNOWN:
@@ -382,8 +386,11 @@ def status_page(
     if shown:
         lines.append("Last events:")
         for e in shown:
-            source = e.from_state.value if e.from_state else "—"
             why = f": {code(e.reason, 120)}" if e.reason else ""
+            if e.topic == "question":  # a question asked, answered or closed: no state changed
+                lines.append(f"• {stamp(e.at, 'T')} {QUESTION_ICON} question by {e.actor}{why}")
+                continue
+            source = e.from_state.value if e.from_state else "—"
             lines.append(f"• {stamp(e.at, 'T')} {source} → {e.to_state.value} by {e.actor}{why}")
     return "\n".join(lines)[:MAX_CONTENT]
 

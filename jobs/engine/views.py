@@ -243,13 +243,6 @@ class JobStatus:
     questions: list[Question] = field(default_factory=list)
     messages: list[Message] = field(default_factory=list)
 
-    @property
-    def open_question(self) -> Question | None:
-        """The question to answer now: the one it waits for, else its oldest open one."""
-        open_ones = [q for q in self.questions if q.is_open]
-        waited = [q for q in open_ones if q.key == self.job.wait_key]
-        return next(iter(waited or open_ones), None)
-
     def to_json(self) -> dict[str, Any]:
         out = self.job.to_json()
         out["attempt_history"] = [a.to_json() for a in self.attempts]

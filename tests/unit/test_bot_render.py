@@ -297,3 +297,68 @@ def test_every_bot_query_used_exists_and_none_is_unused() -> None:
     for path in Path("bot").rglob("*.py"):
         used |= set(re.findall(r'\bsql\.[a-z]+\(\s*[\w.]+,\s*"([a-z_]+)"', path.read_text()))
     assert set(bot_queries()) == used
+
+
+def _question(status: str, **changes: Any) -> Any:
+    from jobs.engine.mail import Question, QuestionStatus
+
+    values: dict[str, Any] = dict(
+        id=5,
+        job_id=1,
+        key="colour",
+        text="Which **colour**? @everyone",
+        choices=("red", "green"),
+        allow_text=False,
+        asked_at=T0,
+        expires_at=None,
+        status=QuestionStatus(status),
+        closed_at=None,
+        closed_reason=None,
+    )
+    values.update(changes)
+    return Question(**values)
+
+
+def test_a_waiting_job_says_for_whom_and_what_or_until_when() -> None:
+    asking = job(State.WAITING, wait_for="question", wait_text="Which colour?", wait_since=T0)
+    assert render.waiting_line(asking) == (
+        f"Waiting for <@42>: Which colour? · since <t:{int(T0.timestamp())}:R>"
+    )
+    until = T0 + timedelta(hours=2)
+    sleeping = job(State.WAITING, wait_for="time", wait_until=until, wait_since=T0)
+    stamp = int(until.timestamp())
+    assert render.waiting_line(sleeping).startswith(f"Waiting until <t:{stamp}:f> (<t:{stamp}:R>)")
+    listening = job(State.WAITING, wait_for="message", wait_since=T0)
+    assert render.waiting_line(listening).startswith("Waiting for a message from <@42>")
+    shown = render.progress(asking, task="count", may_resolve=False)
+    assert "Waiting for <@42>: Which colour?" in shown.content
+    assert shown.cancellable
+
+
+def test_a_question_asks_then_says_how_it_ended_its_words_made_inert() -> None:
+    asked = render.question("k7m2x9qa", _question("open"), 42)
+    assert asked.startswith(
+        "<@42> 💬 Job `k7m2x9qa` asks: **Which \\*\\*colour\\*\\*? @\u200beveryone**"
+    )
+    assert asked.endswith("Choose below.")
+    answered = render.question(
+        "k7m2x9qa", _question("answered", answer="red", answered_by="discord:7"), 42
+    )
+    assert "<@42>" not in answered  # only the open question pings
+    assert answered.endswith("✅ Answered by <@7>: **red**")
+    timed_out = render.question("k7m2x9qa", _question("timed_out"), 42)
+    assert timed_out.endswith("⌛ Closed: no answer in time.")
+    closed = render.question(
+        "k7m2x9qa", _question("closed", closed_reason="the job was cancelled"), 42
+    )
+    assert closed.endswith("⛔ Closed: the job was cancelled.")
+    refused = render.answer_refused(
+        "already_answered", "x", _question("answered", answer="red", answered_by="cli")
+    )
+    assert refused == "Already answered by an operator: **red**. Nothing changed."
+
+
+def test_the_status_page_lists_a_question_asked_while_it_runs() -> None:
+    running = JobStatus(job(State.RUNNING), questions=[_question("open")])
+    page = render.status_page(running, task="count", thread_id=None, deliveries=[])
+    assert "💬 Asks <@42>: Which \\*\\*colour\\*\\*? @\u200beveryone" in page
