@@ -284,13 +284,13 @@ async def test_origin_columns_are_backfilled_and_the_binding_keeps_only_what_del
 
 
 async def test_jobs_from_before_waiting_keep_their_meaning(server_dsn: str) -> None:
-    """0014 and 0015 on a database with jobs and notices: every existing event is a transition
+    """0019 and 0020 on a database with jobs and notices: every existing event is a transition
     (in the outbox view too), no job waits for anything, nothing is in a mailbox, and a
     deadline's index covers waiting jobs from then on."""
     dsn = await create_database(server_dsn, "errand_mig_waiting")
     conn = await asyncpg.connect(dsn)
     try:
-        await apply_through(conn, 13)
+        await apply_through(conn, 18)
         job = await conn.fetchval(
             "INSERT INTO job (public_id, kind, requester, origin, state, finished_at)"
             " VALUES ('old', 'k', 'r', '{\"transport\": \"discord\"}', 'succeeded', now())"
@@ -302,7 +302,7 @@ async def test_jobs_from_before_waiting_keep_their_meaning(server_dsn: str) -> N
             " ($1, 'running', 'succeeded', 'worker', NULL, now())",
             job,
         )
-        assert await apply_through(conn, 15) == ["0014_waiting_state", "0015_mailbox"]
+        assert await apply_through(conn, 20) == ["0019_waiting_state", "0020_mailbox"]
         events = await conn.fetch("SELECT topic, question_id FROM event ORDER BY id")
         assert [tuple(e) for e in events] == [("transition", None), ("transition", None)]
         assert {r["topic"] for r in await conn.fetch("SELECT topic FROM outbox")} == {"transition"}

@@ -1,5 +1,5 @@
 -- Questions a job asked (ctx.ask): once per key and job, open until answered, timed out or
--- closed. Each change writes the question's event (question_event, migrations/0015_mailbox.sql):
+-- closed. Each change writes the question's event (question_event, migrations/0020_mailbox.sql):
 -- a timeline entry, and a notice when the job has an origin. Every writer holds the job's row
 -- lock, so an answer, a timeout and a cancel of one question take turns.
 
