@@ -421,7 +421,18 @@ async def bare_submit_statement(server: str, n: int, statement: str | None = Non
 
         async def one() -> None:
             await conn.fetchrow(
-                insert, new_public_id(), "bench_count", {}, "bench", ORIGIN, None, None, 1, None
+                insert,
+                new_public_id(),
+                "bench_count",
+                {},
+                "bench",
+                ORIGIN,
+                None,
+                None,
+                1,
+                None,
+                0,
+                None,
             )
 
         for _ in range(50):
@@ -461,6 +472,8 @@ async def bulk_server_ms(server: str, n: int) -> float:
                 [None],
                 [None],
                 [1],
+                [None],
+                [0],
                 [None],
             ]
             return query.args(bulk_arguments(new_public_ids(k), [c * k for c in columns]))

@@ -53,6 +53,11 @@ class WorkerSettings(BaseSettings):
     # Retries wait base * 2**(attempt-1) seconds with full jitter, at most retry_cap_seconds.
     retry_base_seconds: float = Field(default=1.0, ge=0)
     retry_cap_seconds: float = Field(default=300.0, ge=0)
+    # The claim's fair share (docs/state-machine.md, "The claim's order"), the same on every
+    # worker: how many jobs one requester may have running across the fleet (unset: no cap),
+    # and whether origin groups (Discord servers) share the slots before their requesters do.
+    running_per_requester: int | None = Field(default=None, ge=1)
+    fair_by_group: bool = True
 
 
 class BudgetSettings(BaseSettings):

@@ -87,6 +87,8 @@ class JobView:
     # Attempts that used up one of max_attempts (handler failures, counted crashes); a release
     # on shutdown, a lease lost in an outage or an ordinary crash is an attempt, not a failure.
     failures: int = 0
+    # -10 to 10, higher first (docs/state-machine.md, "The claim's order").
+    priority: int = 0
 
     @classmethod
     def from_record(cls, r: Any) -> JobView:
@@ -116,6 +118,7 @@ class JobView:
             "attempts": self.attempts,
             "failures": self.failures,
             "max_attempts": self.max_attempts,
+            "priority": self.priority,
             "progress": self.progress,
             "progress_line": self.progress_line,
             "usage": self.usage,

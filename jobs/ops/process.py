@@ -102,7 +102,9 @@ class Process:
         """
         self.stop, self.hard = stop_on_signals(self.announce)
         settings = self.settings
-        async with open_engine(settings, pool_max=settings.db.pool_max) as engine:
+        async with open_engine(
+            settings, pool_max=settings.db.pool_max, claims=self.with_worker
+        ) as engine:
             self._engine = engine
             tasks: dict[str, asyncio.Future[None]] = {}
             worker: Worker | None = None

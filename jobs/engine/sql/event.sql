@@ -68,7 +68,7 @@ WITH pending AS (
 SELECT j.id, j.public_id, j.kind, j.params, j.requester, j.origin, j.origin_group, j.state,
        j.reason, j.result, j.error, j.attempts, j.max_attempts, j.current_attempt_id, j.run_at,
        j.deadline_at, j.cancel_requested_at, j.cancel_requested_by, j.cancel_reason, j.progress,
-       j.usage, j.created_at, j.updated_at, j.started_at, j.finished_at, j.failures,
+       j.usage, j.created_at, j.updated_at, j.started_at, j.finished_at, j.failures, j.priority,
        coalesce(a.names, '{}') AS asset_names, coalesce(a.sizes, '{}') AS asset_sizes,
        n.id AS n_id, n.job_id AS n_job_id, n.from_state AS n_from_state,
        n.to_state AS n_to_state, n.actor AS n_actor, n.reason AS n_reason, n.at AS n_at,

@@ -12,6 +12,7 @@ reads and deletes in :mod:`jobs.engine.admin`: no SQL on the job tables lives ou
 from __future__ import annotations
 
 from jobs.engine.store.base import Kinds, KindSpec, Quotas
+from jobs.engine.store.kinds import KindRules
 from jobs.engine.store.reaper import Reaper, ReaperWatch
 from jobs.engine.store.requests import Requests
 from jobs.engine.store.submit import Submission, Submits
@@ -20,7 +21,8 @@ from jobs.engine.store.worker import WorkerVerbs
 __all__ = ["JobStore", "KindSpec", "Kinds", "Quotas", "ReaperWatch", "Submission"]
 
 
-class JobStore(Submits, Requests, WorkerVerbs, Reaper):
+class JobStore(Submits, Requests, WorkerVerbs, Reaper, KindRules):
     """Reads and writes of the job record through one pool: submit (:mod:`.submit`), read
     (:mod:`.reads`), cancel and resolve (:mod:`.requests`), the worker's protocol
-    (:mod:`.worker`) and the reaper (:mod:`.reaper`)."""
+    (:mod:`.worker`), the reaper (:mod:`.reaper`) and a kind's rules in the line
+    (:mod:`.kinds`)."""
