@@ -9,6 +9,7 @@ from typing import Any
 
 import asyncpg
 
+from jobs.engine.line import Place
 from jobs.engine.state import State
 
 
@@ -213,9 +214,12 @@ class JobStatus:
     # The runtime's record: steps (name, usage, outcome) and assets (what is left behind).
     steps: list[dict[str, Any]] = field(default_factory=list)
     assets: list[dict[str, Any]] = field(default_factory=list)
+    # Where a queued job stands in its kind's line (None when it is not queued).
+    place: Place | None = None
 
     def to_json(self) -> dict[str, Any]:
         out = self.job.to_json()
+        out["place"] = self.place.to_json() if self.place else None
         out["attempt_history"] = [a.to_json() for a in self.attempts]
         out["events"] = [e.to_json() for e in self.events]
         out["steps"] = self.steps

@@ -92,12 +92,12 @@ WITH me AS (
     GROUP BY q.requester, q.grp
 )
 SELECT me.kind, me.due, me.run_at,
-       (SELECT count(*) FROM queue q WHERE q.priority > me.priority)
-       + mine.ahead
-       + coalesce((SELECT sum(least(o.n, greatest(0, turn.vr - 1 - (
-                      SELECT count(*) FROM live x WHERE x.requester = o.requester
-                                                   AND x.grp = o.grp))))
-                   FROM others o), 0) AS ahead,
+       ((SELECT count(*) FROM queue q WHERE q.priority > me.priority)
+        + mine.ahead
+        + coalesce((SELECT sum(least(o.n, greatest(0, turn.vr - 1 - (
+                       SELECT count(*) FROM live x WHERE x.requester = o.requester
+                                                    AND x.grp = o.grp))))
+                    FROM others o), 0))::bigint AS ahead,
        (SELECT count(*) FROM live x WHERE x.kind = me.kind) AS running,
        s.concurrency, s.starts_per_minute, s.paused_at IS NOT NULL AS paused,
        (SELECT count(*) FROM kind_start k

@@ -10,21 +10,24 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import asyncpg
 
 import jobs.limits as limits
 from jobs.engine.line import Fairness, KindLine, Place
-from jobs.engine.store.base import Base
-from jobs.engine.views import JobView
+from jobs.engine.state import State
+from jobs.engine.store.reads import Reads
+from jobs.engine.views import JobStatus, JobView
 
 MAX_CAP = 1_000_000
 """The largest cap an operator may set (a typo's guard, far above any fleet)."""
 
 
-class KindRules(Base):
-    """``set_limit``, ``set_rate``, ``pause``, ``resume``, ``kind_lines`` and ``place``."""
+class KindRules(Reads):
+    """``set_limit``, ``set_rate``, ``pause``, ``resume``, ``kind_lines``, ``place`` and
+    ``status_in_line``."""
 
     def _declared(self, kind: str) -> tuple[int | None, int | None]:
         spec = self.registry.find(kind)
@@ -79,6 +82,13 @@ class KindRules(Base):
             declared_concurrency=cap,
             operator_concurrency=r["concurrency"],
         )
+
+    async def status_in_line(self, public_id: str, fairness: Fairness | None = None) -> JobStatus:
+        """:meth:`status`, with the job's place in line when it is queued. Raises UnknownJob."""
+        status = await self.status(public_id)
+        if status.job.state is not State.QUEUED:
+            return status
+        return replace(status, place=await self.place(status.job, fairness))
 
     async def place(self, job: JobView, fairness: Fairness | None = None) -> Place | None:
         """Where ``job`` stands in its kind's line, if it is queued (None otherwise)."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from jobs.engine.line import place_line
 from jobs.engine.state import State
 from jobs.engine.views import JobStatus, JobView
 from jobs.params import TASK_FIELDS
@@ -27,6 +28,10 @@ def status_text(status: JobStatus) -> str:
     shown_params = {k: v for k, v in job.params.items() if k not in TASK_FIELDS}
     if shown_params:
         rows.append(("params", json.dumps(shown_params, default=str, sort_keys=True)[:300]))
+    if status.place is not None:  # "3rd in line for agent · 4 of 4 running · starts in ..."
+        rows.append(("place", place_line(status.place)))
+    elif job.state is State.QUEUED and job.run_at > job.created_at and not job.attempts:
+        rows.append(("due", f"{job.run_at:%Y-%m-%d %H:%M:%S %Z}".strip()))
     if job.progress_line:  # "Step 3 of 5 · note", as Discord and the page show it
         rows.append(("progress", job.progress_line))
     if job.state is State.SUCCEEDED and job.result is not None:
