@@ -165,7 +165,14 @@ BAD: list[tuple[str, list[str]]] = [
     ("a bad duration", ["job", "submit", "noop", "--in", "2 fortnights"]),
     ("both --at and --in", ["job", "submit", "noop", "--at", "09:00", "--in", "2h"]),
     ("priority out of range", ["job", "submit", "noop", "--priority", "11"]),
-]
+    ("a bad cron expression", ["schedule", "add", "s", "noop", "--cron", "61 * * * *"]),
+    ("a schedule's unknown timezone", ["schedule", "add", "s", "noop", "--cron", "0 9 * * *",
+                                       "--tz", "Nowhere/Land"]),
+    ("a schedule of an unknown kind", ["schedule", "add", "s", "nope", "--cron", "0 9 * * *"]),
+    ("a bad catch-up", ["schedule", "add", "s", "noop", "--cron", "0 9 * * *",
+                        "--catch-up", "all"]),
+    ("remove no schedule", ["schedule", "remove", "nothing"]),
+]  # fmt: skip
 
 
 @pytest.mark.parametrize(("what", "argv"), BAD, ids=[b[0] for b in BAD])
@@ -177,6 +184,7 @@ async def test_bad_line_input_is_one_line_exit_2_and_changes_nothing(
     assert len(ran.err.strip().splitlines()) == 1, ran.err
     assert await pool.fetchval("SELECT count(*) FROM job") == 0
     assert await pool.fetchval("SELECT count(*) FROM kind_setting") == 0
+    assert await pool.fetchval("SELECT count(*) FROM schedule") == 0
 
 
 async def test_kind_list_pause_and_resume_through_the_cli(

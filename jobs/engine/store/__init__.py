@@ -15,14 +15,15 @@ from jobs.engine.store.base import Kinds, KindSpec, Quotas
 from jobs.engine.store.kinds import KindRules
 from jobs.engine.store.reaper import Reaper, ReaperWatch
 from jobs.engine.store.requests import Requests
-from jobs.engine.store.submit import Submission, Submits
+from jobs.engine.store.schedules import Schedules
+from jobs.engine.store.submit import Submission
 from jobs.engine.store.worker import WorkerVerbs
 
 __all__ = ["JobStore", "KindSpec", "Kinds", "Quotas", "ReaperWatch", "Submission"]
 
 
-class JobStore(Submits, Requests, WorkerVerbs, Reaper, KindRules):
+class JobStore(Schedules, Requests, KindRules, WorkerVerbs, Reaper):
     """Reads and writes of the job record through one pool: submit (:mod:`.submit`), read
     (:mod:`.reads`), cancel and resolve (:mod:`.requests`), the worker's protocol
-    (:mod:`.worker`), the reaper (:mod:`.reaper`) and a kind's rules in the line
-    (:mod:`.kinds`)."""
+    (:mod:`.worker`), the reaper (:mod:`.reaper`), a kind's rules in the line
+    (:mod:`.kinds`) and recurring schedules (:mod:`.schedules`)."""

@@ -23,6 +23,7 @@ from jobs.ops.cli.job import job_app
 from jobs.ops.cli.kind import kind_app
 from jobs.ops.cli.outbox import outbox_app
 from jobs.ops.cli.render import status_text
+from jobs.ops.cli.schedule import schedule_app
 from jobs.ops.cli.shared import JsonOpt, checked, emit, fail, run, text_arg, with_engine
 
 if TYPE_CHECKING:
@@ -54,6 +55,7 @@ def worker(
 
 app.add_typer(job_app, name="job")
 app.add_typer(kind_app, name="kind")
+app.add_typer(schedule_app, name="schedule")
 app.add_typer(outbox_app, name="outbox")
 
 
