@@ -108,6 +108,12 @@ class AgentSettings(BaseSettings):
     api_key: SecretStr | None = None
     timeout_seconds: float = Field(default=120.0, gt=0)
     max_retries: int = Field(default=2, ge=0)
+    # The provider's limits, shared by every worker through PostgreSQL (unset: none): a job
+    # that would exceed one waits for it, visibly, without failing or using up an attempt.
+    requests_per_minute: int | None = Field(default=None, ge=1)
+    tokens_per_minute: int | None = Field(default=None, ge=1)
+    # The length of those "minutes" in seconds (a provider counting otherwise; tests).
+    rate_window_seconds: float = Field(default=60.0, gt=0)
 
     OPENAI_URL: ClassVar[str] = "https://api.openai.com/v1"
 

@@ -149,6 +149,7 @@ class _Setup:
     model: str
     tools: dict[str, CommandSpec]
     completion: Any  # openai's ChatCompletion model
+    settings: AgentSettings
 
 
 _import_lock = threading.Lock()
@@ -190,7 +191,7 @@ def _setup(params: AgentParams) -> _Setup:
         max_retries=settings.max_retries,
     )
     completion = importlib.import_module("openai.types.chat").ChatCompletion
-    return _Setup(client, settings.model, tools, completion)
+    return _Setup(client, settings.model, tools, completion, settings)
 
 
 async def _call_model(ctx: Context, meter: Meter, setup: _Setup, messages: list[Any]) -> Any:
@@ -203,6 +204,7 @@ async def _call_model(ctx: Context, meter: Meter, setup: _Setup, messages: list[
     if max_tokens is not None:
         request["max_tokens"] = max_tokens
     limit = None if max_tokens is None else REPLY_OVERHEAD + BYTES_PER_TOKEN * max_tokens
+    await _within_rates(ctx, setup.settings, request_tokens + (max_tokens or 0))
 
     async def fetch() -> bytes | None:
         api = setup.client.chat.completions.with_streaming_response
@@ -231,6 +233,28 @@ async def _call_model(ctx: Context, meter: Meter, setup: _Setup, messages: list[
         completion = estimate_tokens(message.content or "", json.dumps(calls) if calls else "")
         meter.tokens(request_tokens, completion, estimated=True)
     return message
+
+
+async def _within_rates(ctx: Context, settings: AgentSettings, tokens: int) -> None:
+    """Wait for the provider's budgets, shared by the fleet: the tokens this call may use (the
+    request and the most its reply may take), then one request."""
+    provider = settings.endpoint
+    window = settings.rate_window_seconds
+    if settings.tokens_per_minute is not None:
+        await ctx.within_rate(
+            f"model tokens {provider}",
+            settings.tokens_per_minute,
+            tokens,
+            what="the model's token rate",
+            window=window,
+        )
+    if settings.requests_per_minute is not None:
+        await ctx.within_rate(
+            f"model requests {provider}",
+            settings.requests_per_minute,
+            what="the model's request rate",
+            window=window,
+        )
 
 
 def _unanswered(messages: list[dict[str, Any]]) -> list[Any]:

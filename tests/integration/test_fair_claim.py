@@ -169,8 +169,8 @@ async def test_fair_share_with_two_workers_starts_bob_within_one_run_of_a_free_s
     params = {"steps": 1, "step_seconds": run}
     await store.submit_many([Submission("demo", params, "alice") for _ in range(500)])
     async with (
-        running_worker(store, registry, db_dsn, tmp_path, concurrency=4, name="w1"),
-        running_worker(store, registry, db_dsn, tmp_path, concurrency=4, name="w2"),
+        running_worker(store, registry, db_dsn, tmp_path, concurrency=4),
+        running_worker(store, registry, db_dsn, tmp_path, concurrency=4),
     ):
         await poll(lambda: _running(store.pool), until=lambda n: n == 8, within=10)
         submitted = time.monotonic()

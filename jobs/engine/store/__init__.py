@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from jobs.engine.store.base import Kinds, KindSpec, Quotas
 from jobs.engine.store.kinds import KindRules
+from jobs.engine.store.rates import Rates
 from jobs.engine.store.reaper import Reaper, ReaperWatch
 from jobs.engine.store.requests import Requests
 from jobs.engine.store.schedules import Schedules
@@ -22,8 +23,9 @@ from jobs.engine.store.worker import WorkerVerbs
 __all__ = ["JobStore", "KindSpec", "Kinds", "Quotas", "ReaperWatch", "Submission"]
 
 
-class JobStore(Schedules, Requests, KindRules, WorkerVerbs, Reaper):
+class JobStore(Schedules, Requests, KindRules, WorkerVerbs, Reaper, Rates):
     """Reads and writes of the job record through one pool: submit (:mod:`.submit`), read
     (:mod:`.reads`), cancel and resolve (:mod:`.requests`), the worker's protocol
     (:mod:`.worker`), the reaper (:mod:`.reaper`), a kind's rules in the line
-    (:mod:`.kinds`) and recurring schedules (:mod:`.schedules`)."""
+    (:mod:`.kinds`), recurring schedules (:mod:`.schedules`) and rate budgets shared by the
+    fleet (:mod:`.rates`)."""
