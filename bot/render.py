@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import discord
@@ -21,6 +21,8 @@ MAX_CONTENT = 2000
 NO_PINGS = discord.AllowedMentions.none()
 """Allowed mentions that ping nobody, for every message that must not notify anyone."""
 BAR_WIDTH = 12
+DELAYED = timedelta(seconds=1)
+"""A queued job due this much after its submit was put off (``when:``), not merely waiting."""
 
 ICONS: dict[State, str] = {
     State.QUEUED: "⏳",
@@ -148,6 +150,8 @@ def progress(
                 f"Runs again {stamp(job.run_at)} · {attempt}"
                 + (f" · last try: {code(job.reason, 200)}" if job.reason else "")
             )
+        elif job.run_at > job.created_at + DELAYED:
+            lines.append(f"Scheduled to start {stamp(job.run_at)} ({stamp(job.run_at, 'f')})")
         else:
             lines.append(f"Waiting for a worker since {stamp(job.created_at)}")
         if shown:  # what is done stays shown while it waits: progress never goes backwards
@@ -254,7 +258,11 @@ def status_page(
         times.append(f"finished {stamp(job.finished_at)} (took {seconds(duration(job))})")
     elif job.state is State.QUEUED and job.attempts:
         times.append(f"next try {stamp(job.run_at)}")
+    elif job.state is State.QUEUED and job.run_at > job.created_at + DELAYED:
+        times.append(f"starts {stamp(job.run_at)} ({stamp(job.run_at, 'f')})")
     lines.append(" · ".join(times))
+    if status.place is not None:  # "3rd in line for agent · 4 of 4 running · starts in ..."
+        lines.append(f"⏳ {status.place.line}")
     if thread_id:
         lines.append(f"Thread: <#{thread_id}>")
     if job.state is State.UNKNOWN:
@@ -311,10 +319,15 @@ WHERE = {
 }
 
 
-def answer(public_id: str, kind: str, state: State, channel_type: int) -> str:
-    """The public answer to /summon, kept current with the job's state."""
+def answer(
+    public_id: str, kind: str, state: State, channel_type: int, *, due: datetime | None = None
+) -> str:
+    """The public answer to /summon, kept current with the job's state; ``due``: a delayed
+    job's start, shown in Discord's timestamp markup (each reader's own time and zone)."""
     where = {0: WHERE["text"], 5: WHERE["news"], 15: WHERE["forum"]}.get(
         channel_type, "Follow it here"
     )
     said = ANSWER_STATE.get(state, f"is {state.value}")
+    if due is not None and state is State.QUEUED:
+        said = f"is scheduled to start {stamp(due)} ({stamp(due, 'f')})"
     return f"Job `{public_id}` ({kind}) {said}. {where}, or with `/job status {public_id}`."

@@ -63,14 +63,17 @@ def duration(text: str) -> float:
     return total
 
 
-def when(text: str, *, tz: tzinfo = UTC, now: datetime | None = None) -> datetime:
+def when(text: str, *, tz: tzinfo | str | None = None, now: datetime | None = None) -> datetime:
     """The moment ``text`` names, after ``now``: ``in DURATION``, ``HH:MM`` (the next such time
-    in ``tz``), or a date and time (ISO; without an offset, in ``tz``).
+    in ``tz``, a timezone or its IANA name; UTC by default), or a date and time (ISO; without an
+    offset, in ``tz``).
 
     Raises:
-        ValueError: a text it cannot read, a time that has passed, or one more than a year off.
+        ValueError: a text it cannot read, an unknown timezone, a time that has passed, or one
+            more than a year off.
     """
     now = now or datetime.now(UTC)
+    tz = zone(tz) if tz is None or isinstance(tz, str) else tz
     said = " ".join(text.strip().split())
     lowered = said.lower()
     if lowered.startswith("in "):

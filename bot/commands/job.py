@@ -103,7 +103,7 @@ async def _status(interaction: discord.Interaction[Any], job_id: str | None) -> 
     job = await visible(interaction, job_id)
     if job is None:
         return NO_SUCH_JOB if job_id else NO_JOB_HERE
-    status = await host.store.status(job.public_id)
+    status = await host.store.status_in_line(job.public_id)
     binding = await sql.fetchrow(host.pool, "binding_get", job_id=job.id)
     deliveries = await host.outbox.notices(job.id)
     return render.status_page(

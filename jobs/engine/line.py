@@ -111,6 +111,11 @@ class Place:
     def position(self) -> int:
         return self.ahead + 1
 
+    @property
+    def line(self) -> str:
+        """The one line every transport shows (:func:`place_line`)."""
+        return place_line(self)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "position": self.position,
