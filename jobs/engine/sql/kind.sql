@@ -108,3 +108,10 @@ SELECT me.kind, me.due, me.run_at,
               WHERE j.kind = me.kind AND j.finished_at IS NOT NULL AND j.started_at IS NOT NULL
               ORDER BY j.created_at DESC, j.id DESC LIMIT 50) r) AS p50_seconds
 FROM me CROSS JOIN mine CROSS JOIN turn LEFT JOIN kind_setting s ON s.kind = me.kind;
+
+-- name: job_queue_depth
+-- Queued jobs by kind and priority: due now, and put off (delayed, scheduled, a retry's wait).
+SELECT kind, priority, count(*) FILTER (WHERE run_at <= now()) AS due,
+       count(*) FILTER (WHERE run_at > now()) AS later
+FROM job WHERE state = ANY({claimable}::job_state[])
+GROUP BY kind, priority;
