@@ -638,11 +638,14 @@ async def main() -> None:
     parser.add_argument("--queued", type=int, nargs="+", default=[5000, 50000])
     parser.add_argument("--samples", type=int, default=1000)
     parser.add_argument("--cancels", type=int, default=200)
+    parser.add_argument("--backlog", type=int, default=10000, help="bench/fairness.py")
     parser.add_argument("--write", type=Path, default=ROOT / "docs" / "performance.md")
     parser.add_argument("--no-write", action="store_true", help="print only")
     args = parser.parse_args()
     if args.runs < 3 and not args.no_write:
         parser.error("docs/performance.md takes at least 3 runs (or pass --no-write)")
+
+    from bench import fairness  # imports this module: loaded once this one is
 
     log = Path(os.environ.get("BENCH_LOG", "/tmp/errand-bench-workers.log"))
     compile_errand()
@@ -651,6 +654,7 @@ async def main() -> None:
     started = datetime.now(UTC)
     figures = {"Errand": Figures(), "pgqueuer": Figures()}
     floor = Figures()
+    fair = fairness.FairFigures()
     audit_dbs: list[str] = []
     for run in range(args.runs):
         order: list[System] = [Errand(), Pgqueuer()]
@@ -686,6 +690,13 @@ async def main() -> None:
                 "  " + ", ".join(f"{k} {v[-1]:,.2f}" for k, v in fig.values.items() if v),
                 flush=True,
             )
+        # Fair share and limits (bench/fairness.py), in the same run.
+        fairness.merge(
+            fair,
+            await fairness.measure(
+                server, args.queued[0], args.backlog, min(args.samples, 300), log
+            ),
+        )
         await quiet(server)
         floor.add("single", await one_row_insert_floor(server, args.submits))
         await quiet(server)
@@ -712,6 +723,9 @@ async def main() -> None:
         await admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
         await admin.close()
     report = render(args, figures, floor, status, first_job, rows, loads, started)
+    report += "\n" + fairness.section(
+        fair, figures["Errand"].values, figures["pgqueuer"].values, args.queued[0], args.backlog
+    )
     print(report)
     if not args.no_write:
         args.write.write_text(report)
