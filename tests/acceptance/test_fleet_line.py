@@ -14,15 +14,9 @@ import pytest
 from tests.acceptance.conftest import ErrandJson, SpawnWorker
 from tests.support.cli import RunErrand
 from tests.support.polling import poll
+from tests.support.worker_process import FAST as WORKER_FAST
 
-FAST = {
-    "ERRAND_WORKER_HEARTBEAT_SECONDS": "0.2",
-    "ERRAND_WORKER_LEASE_SECONDS": "2",
-    "ERRAND_WORKER_POLL_SECONDS": "0.1",
-    "ERRAND_WORKER_REAPER_SECONDS": "0.2",
-    "ERRAND_WORKER_RETRY_BASE_SECONDS": "0",
-    "ERRAND_WORKER_CONCURRENCY": "4",
-}
+FAST = WORKER_FAST | {"ERRAND_WORKER_CONCURRENCY": "4"}
 
 
 async def test_a_kind_limit_holds_across_three_workers_one_of_them_killed(

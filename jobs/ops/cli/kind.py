@@ -73,6 +73,30 @@ def _table(lines: list[KindLine]) -> str:
     return "\n".join(rows)
 
 
+def _set(kind: str, text: str, name: str, low: int, as_json: bool, key: str) -> None:
+    """Set (or clear, with ``none``) one of a kind's caps: ``key`` is ``limit`` or ``rate``."""
+    text_arg("kind", kind)
+    text_arg("N", text)
+    value = _count(text, name, low)
+
+    async def go(engine: Engine) -> None:
+        _known(engine, kind)
+        if key == "limit":
+            await engine.store.set_limit(kind, value)
+        else:
+            await engine.store.set_rate(kind, value)
+
+    with_engine(go, kinds=True)
+    if value is None:
+        said = f"back to its own {key}"
+    elif key == "limit":
+        said = f"at most {value} at once"
+    else:
+        said = f"at most {value} starts a minute"
+    field = "limit" if key == "limit" else "starts_per_minute"
+    emit({"kind": kind, field: value}, as_json, f"{kind}: {said}")
+
+
 @kind_app.command("limit", cls=Command)
 def kind_limit(
     kind: Annotated[str, typer.Argument(metavar="KIND", help="A registered kind.")],
@@ -82,17 +106,7 @@ def kind_limit(
     as_json: JsonOpt = False,
 ) -> None:
     """Cap how many of a kind's jobs run at once across every worker."""
-    text_arg("kind", kind)
-    text_arg("N", limit)
-    value = _count(limit, "the limit", 0)
-
-    async def go(engine: Engine) -> None:
-        _known(engine, kind)
-        await engine.store.set_limit(kind, value)
-
-    with_engine(go, kinds=True)
-    said = f"at most {value} at once" if value is not None else "back to its own limit"
-    emit({"kind": kind, "limit": value}, as_json, f"{kind}: {said}")
+    _set(kind, limit, "the limit", 0, as_json, "limit")
 
 
 @kind_app.command("rate", cls=Command)
@@ -104,17 +118,7 @@ def kind_rate(
     as_json: JsonOpt = False,
 ) -> None:
     """Cap how many of a kind's jobs start per minute across every worker."""
-    text_arg("kind", kind)
-    text_arg("N", per_minute)
-    value = _count(per_minute, "the rate", 1)
-
-    async def go(engine: Engine) -> None:
-        _known(engine, kind)
-        await engine.store.set_rate(kind, value)
-
-    with_engine(go, kinds=True)
-    said = f"at most {value} starts a minute" if value is not None else "back to its own rate"
-    emit({"kind": kind, "starts_per_minute": value}, as_json, f"{kind}: {said}")
+    _set(kind, per_minute, "the rate", 1, as_json, "rate")
 
 
 @kind_app.command("pause", cls=Command)
