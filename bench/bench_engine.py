@@ -58,6 +58,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 
+from bench import fairness
 from bench.common import empty_db, fresh_db, quantile, server_dsn
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -645,8 +646,6 @@ async def main() -> None:
     if args.runs < 3 and not args.no_write:
         parser.error("docs/performance.md takes at least 3 runs (or pass --no-write)")
 
-    from bench import fairness  # imports this module: loaded once this one is
-
     log = Path(os.environ.get("BENCH_LOG", "/tmp/errand-bench-workers.log"))
     compile_errand()
     server = server_dsn()
@@ -694,7 +693,12 @@ async def main() -> None:
         fairness.merge(
             fair,
             await fairness.measure(
-                server, args.queued[0], args.backlog, min(args.samples, 300), log
+                sys.modules[__name__],
+                server,
+                args.queued[0],
+                args.backlog,
+                min(args.samples, 300),
+                log,
             ),
         )
         await quiet(server)

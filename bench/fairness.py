@@ -12,33 +12,23 @@ its runs, beside the plain figures, and adds their table to docs/performance.md.
    sleeping holds her share, her backlog waits behind it, and each of Bob's probes must be
    found past it by the claim.
 
-Alone, as a smoke run: ``python -m bench.fairness --queued 500 --backlog 500 --samples 20``.
+It takes the harness from ``bench_engine`` as an argument rather than importing it, so the two
+modules do not import each other. A smoke run: ``python -m bench.bench_engine --runs 1
+--no-write --submits 200 --concurrent 200 --callers 4 --bulk 500 --queued 500 --samples 20
+--cancels 10 --backlog 500``.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import os
 import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
-from bench.bench_engine import (
-    ERRAND_WORKER,
-    ORIGIN,
-    PGQ_WORKER,
-    Errand,
-    Pgqueuer,
-    System,
-    WorkerProcess,
-    errand_env,
-    opened,
-    pgq_env,
-    quiet,
-)
-from bench.common import quantile, server_dsn
+from bench.common import quantile
 
 REQUESTERS = 4
 LIMIT = 1000
@@ -54,17 +44,7 @@ class FairFigures:
         self.values.setdefault(key, []).append(value)
 
 
-class LimitedPgqueuer(Pgqueuer):
-    """pgqueuer with its entrypoint's ``concurrency_limit`` set."""
-
-    name = "pgqueuer (concurrency_limit)"
-
-    async def worker(self, log: Path) -> WorkerProcess:
-        env = pgq_env(self.dsn) | {"BENCH_PGQ_LIMIT": str(LIMIT)}
-        return await WorkerProcess.start(PGQ_WORKER, env, log)
-
-
-async def _drain(system: System, worker: WorkerProcess, n: int) -> float:
+async def _drain(system: Any, worker: Any, n: int) -> float:
     """Jobs/s from the first handler start until nothing is queued or running."""
     try:
         first = await worker.expect("first", within=120)
@@ -73,78 +53,83 @@ async def _drain(system: System, worker: WorkerProcess, n: int) -> float:
         done = time.monotonic()
     finally:
         await worker.stop()
-    return n / (done - first)
+    return float(n / (done - first))
 
 
-async def fair_throughput(server: str, n: int, log: Path) -> float:
+async def fair_throughput(h: ModuleType, server: str, n: int, log: Path) -> float:
     """Errand, fair share over :data:`REQUESTERS` requesters and a kind limit above its slots."""
     from jobs.engine.store import Submission
 
-    errand = Errand()
-    async with opened(errand, server, "bench_fair_tp"):
+    errand = h.Errand()
+    async with h.opened(errand, server, "bench_fair_tp"):
         await errand.store.set_limit("bench_count", LIMIT)
         await errand.store.submit_many(
-            [Submission("bench_count", {}, f"bench{i % REQUESTERS}", ORIGIN) for i in range(n)]
+            [Submission("bench_count", {}, f"bench{i % REQUESTERS}", h.ORIGIN) for i in range(n)]
         )
         return await _drain(errand, await errand.worker(log), n)
 
 
-async def limited_pgqueuer_throughput(server: str, n: int, log: Path) -> float:
-    pgq = LimitedPgqueuer()
-    async with opened(pgq, server, "bench_tp"):
+async def limited_pgqueuer_throughput(h: ModuleType, server: str, n: int, log: Path) -> float:
+    """pgqueuer's default worker with its entrypoint's ``concurrency_limit`` at :data:`LIMIT`."""
+    pgq = h.Pgqueuer()
+    async with h.opened(pgq, server, "bench_tp") as dsn:
         await pgq.submit_bulk("bench_count", n)
-        return await _drain(pgq, await pgq.worker(log), n)
+        env = h.pgq_env(dsn) | {"BENCH_PGQ_LIMIT": str(LIMIT)}
+        return await _drain(pgq, await h.WorkerProcess.start(h.PGQ_WORKER, env, log), n)
 
 
-async def _probes(errand: Errand, worker: WorkerProcess, n: int) -> list[float]:
+async def _probes(errand: Any, worker: Any, n: int, origin: dict[str, str]) -> list[float]:
     out = []
     for _ in range(n):
         before = time.monotonic()
-        job, _ = await errand.store.submit("bench_probe", {}, requester="bob", origin=ORIGIN)
+        job, _ = await errand.store.submit("bench_probe", {}, requester="bob", origin=origin)
         out.append(await worker.expect("start", job.public_id, within=30) - before)
         await asyncio.sleep(0.01)
     return out
 
 
 async def backlog_latency(
-    server: str, backlog: int, samples: int, log: Path
+    h: ModuleType, server: str, backlog: int, samples: int, log: Path
 ) -> tuple[list[float], list[float]]:
     """Enqueue -> start of Bob's probes on an empty queue, then with Alice's backlog queued."""
     from jobs.engine.store import Submission
 
-    errand = Errand()
-    async with opened(errand, server, "bench_backlog") as dsn:
+    errand = h.Errand()
+    async with h.opened(errand, server, "bench_backlog") as dsn:
         await errand.analyze()
-        env = errand_env(dsn) | {"ERRAND_WORKER_RUNNING_PER_REQUESTER": "1"}
-        worker = await WorkerProcess.start(ERRAND_WORKER, env, log)
+        env = h.errand_env(dsn) | {"ERRAND_WORKER_RUNNING_PER_REQUESTER": "1"}
+        worker = await h.WorkerProcess.start(h.ERRAND_WORKER, env, log)
         try:
             warm, _ = await errand.store.submit("bench_probe", {}, requester="bob")
             await worker.expect("start", warm.public_id, within=60)
             await asyncio.sleep(0.5)
-            empty = await _probes(errand, worker, samples)
+            empty = await _probes(errand, worker, samples, h.ORIGIN)
             held, _ = await errand.store.submit("bench_sleep", {}, requester="alice")
             await worker.expect("start", held.public_id, within=30)
             await errand.store.submit_many(
-                [Submission("bench_sleep", {}, "alice", ORIGIN) for _ in range(backlog)]
+                [Submission("bench_sleep", {}, "alice", h.ORIGIN) for _ in range(backlog)]
             )
             await errand.analyze()  # as a live install's statistics would know the backlog
             await asyncio.sleep(0.5)
-            behind = await _probes(errand, worker, samples)
+            behind = await _probes(errand, worker, samples, h.ORIGIN)
             await errand.store.cancel(held.public_id, by="bench")
         finally:
             await worker.stop()
         return empty, behind
 
 
-async def measure(server: str, queued: int, backlog: int, samples: int, log: Path) -> FairFigures:
-    """One run of every fairness measurement."""
+async def measure(
+    h: ModuleType, server: str, queued: int, backlog: int, samples: int, log: Path
+) -> FairFigures:
+    """One run of every fairness measurement, with the harness ``h`` (the ``bench_engine``
+    module that calls it: its systems, worker processes and fresh databases)."""
     out = FairFigures()
-    await quiet(server)
-    out.add("fair_tp", await fair_throughput(server, queued, log))
-    await quiet(server)
-    out.add("pgq_limited_tp", await limited_pgqueuer_throughput(server, queued, log))
-    await quiet(server)
-    empty, behind = await backlog_latency(server, backlog, samples, log)
+    await h.quiet(server)
+    out.add("fair_tp", await fair_throughput(h, server, queued, log))
+    await h.quiet(server)
+    out.add("pgq_limited_tp", await limited_pgqueuer_throughput(h, server, queued, log))
+    await h.quiet(server)
+    empty, behind = await backlog_latency(h, server, backlog, samples, log)
     out.add("empty_p50", quantile(empty, 0.5) * 1000)
     out.add("backlog_p50", quantile(behind, 0.5) * 1000)
     return out
@@ -195,21 +180,3 @@ def section(fair: FairFigures, plain: dict[str, list[float]], pgq: dict[str, lis
         "",
     ]
     return "\n".join(rows)
-
-
-async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--queued", type=int, default=5000)
-    parser.add_argument("--backlog", type=int, default=10000)
-    parser.add_argument("--samples", type=int, default=200)
-    args = parser.parse_args()
-    log = Path(os.environ.get("BENCH_LOG", "/tmp/errand-bench-workers.log"))
-    got = await measure(server_dsn(), args.queued, args.backlog, args.samples, log)
-    print(section(got, {}, {}, args.queued, args.backlog))
-
-
-if __name__ == "__main__":
-    from jobs.logs import configure
-
-    configure("warning", "console")
-    asyncio.run(main())
