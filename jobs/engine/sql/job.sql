@@ -199,25 +199,35 @@ WITH RECURSIVE wanted AS (
 ), allowed_lanes AS (
     -- The lanes this worker may take from now ("late" joined: this claim has its turn, when
     -- gated, before it locks any job below).
-    SELECT l.*, CASE WHEN :by_group::boolean THEN l.grp ELSE '' END AS fgrp, late.n AS late
+    SELECT l.*, CASE WHEN :by_group::boolean THEN l.grp ELSE '' END AS fgrp, late.n AS late,
+           r.cap
     FROM lanes l CROSS JOIN late LEFT JOIN rules r ON r.kind = l.kind
     WHERE (:kinds::text[] IS NULL OR r.kind IS NOT NULL) AND NOT coalesce(r.paused, false)
 ), open AS (
     -- How many jobs each lane may give this claim: its even share of its group's even share,
     -- and as many more as its group and its requester have fewer running than the busiest (an
-    -- upper bound of what fair share takes from it; a lane cut short is read again next claim).
+    -- upper bound of what fair share takes from it; a lane cut short is read again next claim);
+    -- never more than its kind's cap and its requester's cap leave (a capped lane is not read).
     SELECT l.*,
-           ceil(:limit::int / (l.groups * l.mates)::float8)::int
-           + (max(l.grunning) OVER () - l.grunning)::int
-           + (max(l.running) OVER () - l.running)::int AS share
+           least(
+               ceil(:limit::int / (l.groups * l.mates)::float8)::int
+               + (max(l.grunning) OVER () - l.grunning)::int
+               + (max(l.running) OVER () - l.running)::int,
+               greatest(0, coalesce(l.cap - l.krunning - l.late, :limit::int)),
+               greatest(0, coalesce(:per_requester::int - l.own - l.late, :limit::int))
+           ) AS share
     FROM (
         SELECT a.*, coalesce(h.n, 0) AS running, coalesce(g.n, 0) AS grunning,
+               coalesce(o.n, 0) AS own, coalesce(k.n, 0) AS krunning,
                count(*) OVER (PARTITION BY a.fgrp) AS mates,
                (SELECT count(DISTINCT fgrp) FROM allowed_lanes) AS groups
         FROM allowed_lanes a
         LEFT JOIN (SELECT grp, requester, sum(n) AS n FROM held GROUP BY grp, requester) h
             ON h.grp = a.fgrp AND h.requester = a.requester
         LEFT JOIN (SELECT grp, sum(n) AS n FROM held GROUP BY grp) g ON g.grp = a.fgrp
+        LEFT JOIN (SELECT requester, sum(n) AS n FROM held GROUP BY requester) o
+            ON o.requester = a.requester
+        LEFT JOIN (SELECT kind, sum(n) AS n FROM held GROUP BY kind) k ON k.kind = a.kind
     ) l
 ), due AS (
     -- The first due jobs of each open lane.
