@@ -1,4 +1,4 @@
--- The operator's rules for a kind (kind_setting, migrations/0014_fair_claim.sql) and the line
+-- The operator's rules for a kind (kind_setting, migrations/0016_fair_claim.sql) and the line
 -- its queued jobs wait in (docs/state-machine.md, "The claim's order").
 -- Each query starts with "-- name: NAME" and a line or two saying what it does.
 

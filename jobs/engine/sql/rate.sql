@@ -1,4 +1,4 @@
--- Rate budgets shared by the fleet (migrations/0016_rate_budgets.sql).
+-- Rate budgets shared by the fleet (migrations/0018_rate_budgets.sql).
 -- Each query starts with "-- name: NAME" and a line or two saying what it does.
 
 -- name: rate_lock

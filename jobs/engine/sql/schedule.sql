@@ -1,4 +1,4 @@
--- Recurring schedules (migrations/0015_schedules.sql) and the ticker's reads and writes.
+-- Recurring schedules (migrations/0017_schedules.sql) and the ticker's reads and writes.
 -- Each query starts with "-- name: NAME" and a line or two saying what it does.
 
 -- name: schedule_insert
