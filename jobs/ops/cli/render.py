@@ -48,9 +48,10 @@ def status_text(status: JobStatus) -> str:
     lines = [f"{job.public_id}  {job.kind}  {job.state.value}"]
     lines += [f"{label}: {value}" if label else value for label, value in rows]
     if status.steps:
+        # By name only: a step's row number counts every attempt's steps ("54. step 53").
         lines.append("steps:")
         lines += [
-            f"  {st['number']}. {st['name']}: {st['outcome'] or 'running'}"
+            f"  {st['name']}: {st['outcome'] or 'running'}"
             + (f" ({st['error']})" if st["error"] else "")
             for st in status.steps
         ]
@@ -66,6 +67,20 @@ def status_text(status: JobStatus) -> str:
             + (f": {ev.reason}" if ev.reason else "")
         )
     return "\n".join(lines)
+
+
+CANCEL_TEXT = {
+    "cancelled": "{id} cancelled",
+    "cancelling": "{id} asked to stop (cancelling); `errand job status {id}` shows when it has",
+    "already_cancelling": "{id} is already stopping (cancelling)",
+    "too_late": "{id} already {state}: nothing to cancel",
+}
+"""What ``job cancel`` says for each outcome of the request (``--json`` has the outcome)."""
+
+
+def cancel_text(public_id: str, outcome: str, state: State) -> str:
+    """``job cancel`` for a person: what the request did, in words."""
+    return CANCEL_TEXT[outcome].format(id=public_id, state=state.value)
 
 
 def job_lines(jobs: list[JobView]) -> str:
