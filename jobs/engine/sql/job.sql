@@ -85,8 +85,10 @@ SELECT count(*) FROM job
 WHERE origin_group = :origin_group AND state = ANY({active}::job_state[]);
 
 -- name: job_get
--- One job by public id.
-SELECT * FROM job WHERE public_id = :public_id;
+-- One job by public id, with how long its attempts ran and when its worker was last heard from.
+SELECT j.*, r.run_seconds, r.heartbeat_at
+FROM job j CROSS JOIN LATERAL job_run_time(j.id, j.current_attempt_id) r
+WHERE j.public_id = :public_id;
 
 -- name: job_lock_by_public_id
 -- Lock one job by public id before a request moves it (a cancel): the move's own statement then
@@ -447,3 +449,16 @@ WITH gone AS (
     DELETE FROM event WHERE job_id IN (SELECT id FROM gone)
 )
 SELECT id FROM gone;
+
+-- name: job_silent
+-- Live jobs of one transport (with :partitions > 0, only those whose partition modulo it is
+-- one of :mine) whose current attempt's worker was last heard from more than :seconds ago,
+-- longest silent first: a transport says so (a worker killed, a host lost) in the time the
+-- reaper waits for the lease to end. Reads the partial index job_live.
+SELECT j.id AS job_id, j.public_id, a.heartbeat_at
+FROM job j JOIN attempt a ON a.id = j.current_attempt_id
+WHERE j.state = ANY({live}::job_state[]) AND j.transport = :transport
+  AND (:partitions = 0 OR mod(j.partition, :partitions) = ANY(:mine::bigint[]))
+  AND a.heartbeat_at < now() - make_interval(secs => :seconds)
+ORDER BY a.heartbeat_at
+LIMIT :limit;

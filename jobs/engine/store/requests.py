@@ -127,7 +127,9 @@ class Requests(Reads):
             raise NotAllowed(f"jobs of kind {job.kind} can only be resolved by an operator")
         if target not in allowed(State.UNKNOWN, actor):
             raise NotAllowed(f"a {actor.value} cannot resolve a job as {outcome}")
-        text = f"resolved as {outcome} by {by}: {note}"
+        # Who resolved it is the event's data (``by``), shown by each transport its own way:
+        # a Discord user's raw id does not belong in the reason every surface prints.
+        text = f"resolved as {outcome}: {note}"
         run_at = datetime.now(UTC) if target is State.QUEUED else None
         async with self.pool.acquire() as conn, conn.transaction():
             moved, job = await self._request(

@@ -41,6 +41,10 @@ def status_text(status: JobStatus) -> str:
         if not job.reason or job.reason not in text:
             rows.append(("error", text[:500]))
     rows.append(("", job.attempt_line))  # "attempt 1 · 0 failures (max 3)", as on Discord
+    if job.finished_at is not None and job.run_seconds is not None:
+        # Both named, as on Discord: the wall time counts every wait, the run time none.
+        wall = (job.finished_at - job.created_at).total_seconds()
+        rows.append(("", f"run time {job.run_seconds:.1f} s · wall time {wall:.1f} s"))
     if job.usage and any(job.usage.values()):
         rows.append(("usage", ", ".join(f"{k} {v}" for k, v in job.usage.items() if v)))
     rows.append(("requester", job.requester))
