@@ -255,7 +255,9 @@ def progress(
         if job.state is State.SUCCEEDED and job.result is not None:
             lines.append(f"Result: `{summary(job.result, 500)}`")
         error = summary(job.error, 500)
-        if job.state is State.FAILED and error and (not job.reason or job.reason not in error):
+        # Said once: a reason that already holds the error (or is held by it) says it all.
+        said = job.reason and (job.reason in error or error in job.reason)
+        if job.state is State.FAILED and error and not said:
             lines.append(f"Error: `{error}`")
         if assets:
             names = ", ".join(f"{code(name, 80)} ({size} B)" for name, size in assets[:10])

@@ -38,7 +38,7 @@ def status_text(status: JobStatus) -> str:
         if isinstance(error, dict) and {"type", "message"} <= set(error):
             error = f"{error['type']}: {error['message']}"
         text = error if isinstance(error, str) else json.dumps(error, default=str)
-        if not job.reason or job.reason not in text:
+        if not job.reason or (job.reason not in text and text not in job.reason):  # once
             rows.append(("error", text[:500]))
     rows.append(("", job.attempt_line))  # "attempt 1 · 0 failures (max 3)", as on Discord
     if job.finished_at is not None and job.run_seconds is not None:
