@@ -85,12 +85,15 @@ def test_markdown_icons_live_times_and_the_answers_state(
     expect(content.locator("i")).to_have_count(0)
 
     job_id, answer = summon(
-        page, "/summon task:write **this** _plainly_ params:steps=3 step_seconds=2"
+        page, "/summon task:write **this** _plainly_ with `make` params:steps=3 step_seconds=2"
     )
     _, progress = open_thread(page, answer, job_id)
     expect(progress).to_contain_text("running", timeout=WAIT_MS)
     quote = progress.locator(".quote")
-    expect(quote).to_have_text("write **this** _plainly_")
+    # The bot escapes the task's backticks ("\`make\`"), which Discord shows as backticks
+    # around plain text: no code span, no stray backslash (issue #32, item 3).
+    expect(quote).to_have_text("write **this** _plainly_ with `make`")
+    expect(quote.locator("code")).to_have_count(0)
     assert "\\" not in quote.inner_text()
     expect(progress.locator(f"svg.icon[aria-label='{RUNNING}']")).to_have_count(1)
     # Under the answer, the thread's newest message: the bot's progress, as it posts it.
