@@ -207,31 +207,21 @@ class Outbox:
         self.max_attempts = max_attempts
         self.retry_base_seconds = retry_base_seconds
 
+    def _mine(self) -> dict[str, Any]:
+        """The named parameters that pick this transport's jobs (sharded: its partitions')."""
+        count, ids = self.partition or (0, ())
+        return {"transport": self.transport, "partitions": count, "mine": list(ids)}
+
     async def due_jobs(self, limit: int = 100) -> list[DueJob]:
         """Jobs of this transport with notices due now, oldest first."""
-        count, ids = self.partition or (0, ())
-        rows = await _SQL.fetch(
-            self.pool,
-            "notice_due_jobs",
-            transport=self.transport,
-            limit=limit,
-            partitions=count,
-            mine=list(ids),
-        )
+        rows = await _SQL.fetch(self.pool, "notice_due_jobs", limit=limit, **self._mine())
         return [DueJob(r["job_id"], r["public_id"]) for r in rows]
 
     async def silent_jobs(self, seconds: float, limit: int = 100) -> list[SilentJob]:
         """Live jobs of this transport whose worker was last heard from more than ``seconds``
         ago, longest silent first (what they show may say so before the reaper acts)."""
-        count, ids = self.partition or (0, ())
         rows = await _SQL.fetch(
-            self.pool,
-            "job_silent",
-            transport=self.transport,
-            seconds=seconds,
-            limit=limit,
-            partitions=count,
-            mine=list(ids),
+            self.pool, "job_silent", seconds=seconds, limit=limit, **self._mine()
         )
         return [SilentJob(r["job_id"], r["public_id"], r["heartbeat_at"]) for r in rows]
 

@@ -223,19 +223,9 @@ def test_every_person_shown_is_a_mention_or_a_role_never_a_raw_id() -> None:
         finished_at=T0 + timedelta(seconds=66),
         run_seconds=10.0,
     )
-    notice = Notice(
-        id=9,
-        job_id=1,
+    notice = replace(
+        row("succeeded", "resolved as succeeded: the ledger shows one charge", Actor.OPERATOR),
         from_state=State.UNKNOWN,
-        to_state=State.SUCCEEDED,
-        actor=Actor.OPERATOR,
-        reason="resolved as succeeded: the ledger shows one charge",
-        at=T0,
-        attempts=1,
-        delivered_at=None,
-        dead_at=None,
-        error=None,
-        external_id=None,
         by="discord:77",
         note="the ledger shows one charge",
     )
