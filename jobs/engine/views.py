@@ -96,7 +96,7 @@ class JobView:
     # Attempts that used up one of max_attempts (handler failures, counted crashes); a release
     # on shutdown, a lease lost in an outage or an ordinary crash is an attempt, not a failure.
     failures: int = 0
-    # Read from its attempts (job_run_time, migration 0014) by the statements that show one job
+    # Read from its attempts (job_run_time, migration 0015) by the statements that show one job
     # (job_get, notice_round); None from those that list jobs.
     run_seconds: float | None = None
     """How long its attempts ran: its run time, without the waits its wall time counts."""
