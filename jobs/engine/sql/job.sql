@@ -208,9 +208,10 @@ UPDATE job SET max_attempts = greatest(max_attempts, failures + 1) WHERE id = :i
 -- '@keep' keeps the job's reason. :charges, per move: it uses up one of the job's max_attempts.
 -- Every job row is locked before it is read. A row whose locked version names an attempt this
 -- statement's snapshot cannot see (a claim committed while the statement waited for the row, or
--- after its snapshot) is :raced: it does not move, since the end of that attempt would be
+-- after its snapshot) is raced: it does not move, since the end of that attempt would be
 -- written against a snapshot without it; the caller moves it again in a new statement
--- (docs/state-machine.md, "A cancel racing a claim").
+-- (docs/state-machine.md, "A cancel racing a claim"). A fenced writer's raced row is simply
+-- stale: its attempt is no longer the job's.
 WITH input AS (
     SELECT * FROM unnest(:job_ids::bigint[], :attempt_ids::bigint[], :reasons::text[],
                          :results::jsonb[], :errors::jsonb[], :run_ats::timestamptz[])
@@ -288,12 +289,13 @@ WITH input AS (
                'error', c.error)),
            true
     FROM seen c
-    WHERE :fence::text = 'attempt' AND NOT c.raced
-      AND NOT EXISTS (SELECT 1 FROM plan p WHERE p.id = c.id)
+    WHERE :fence::text = 'attempt' AND NOT EXISTS (SELECT 1 FROM plan p WHERE p.id = c.id)
 )
 -- (Not the params, origin or checkpoint: nobody reads them from a transition, and decoding
 -- them would cost a worker's batch of ends three JSON documents per job.)
-SELECT c.id, c.state AS from_state, m.state AS to_state, m.public_id, m.kind, c.raced,
+SELECT c.id, c.state AS from_state, m.state AS to_state, m.public_id, m.kind,
+       -- A fenced writer a claim raced has lost its attempt: refused (and kept as ignored).
+       c.raced AND :fence::text <> 'attempt' AS raced,
        now() - m.run_at AS since_due,
        CASE
            WHEN m.id IS NULL THEN NULL

@@ -110,11 +110,13 @@ class Requests(Reads):
                 else CancelResult.CANCELLING
             )
             return observe.cancel_answered(CancelOutcome(job, done, True))
+        # Not moved: answered from the job as read after the move's statement, which a worker's
+        # end may have carried from cancelling to its end meanwhile (then too late, truly).
+        if moved.source in TERMINAL or job.state in TERMINAL:
+            return observe.cancel_answered(CancelOutcome(job, CancelResult.TOO_LATE, False))
         if moved.source is State.CANCELLING:
             answer = CancelOutcome(job, CancelResult.ALREADY_CANCELLING, False)
             return observe.cancel_answered(answer)
-        if moved.source in TERMINAL:
-            return observe.cancel_answered(CancelOutcome(job, CancelResult.TOO_LATE, False))
         raise IllegalTransition(job.public_id, moved.source.value, "cancelled", actor.value)
 
     async def resolve(
