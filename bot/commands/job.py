@@ -126,7 +126,7 @@ async def _cancel(
     elif await may_moderate(interaction, job):
         actor = Actor.OPERATOR
     else:
-        return (f"Only the requester or a moderator can cancel job `{job.public_id}`.", None)
+        return (render.NOT_YOURS.format(id=job.public_id), None)
     why = render.code(reason, 200) if reason and reason.strip() else None
     try:
         result = await host_of(interaction).store.cancel(

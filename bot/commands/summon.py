@@ -44,6 +44,13 @@ MAX_WHEN = 100
 MAX_ZONE = 64
 
 
+def is_text(value: str) -> bool:
+    """Whether ``value`` can be stored and shown: no NUL, no lone surrogate (``\\ud800``, which
+    a gateway payload's JSON can carry; no database or message can). The engine refuses both
+    too (jobs.limits); checked here first to name the option."""
+    return "\x00" not in value and not any("\ud800" <= c <= "\udfff" for c in value)
+
+
 def summon_params(text: str) -> dict[str, Any]:
     """The ``params`` option: ``key=value`` pairs separated by spaces (quotes allowed), each
     key a name; read as every edge reads parameters (:func:`jobs.transport.parse_params`).
@@ -96,13 +103,13 @@ async def summon(
     task = task.strip()
     kind_name = (kind or "").strip() or host.settings.resolved_default_kind()
     if not task:
-        await reply(interaction, "Say what to do: `/summon task:...`.")
+        await reply(interaction, render.EMPTY_TASK)
         return
     if len(task) > MAX_TASK:
         await reply(interaction, f"The task is too long (at most {MAX_TASK} characters).")
         return
-    if "\x00" in task or "\x00" in (params or ""):
-        await reply(interaction, "The task or params contain a NUL character; remove it.")
+    if not is_text(task) or not is_text(params or ""):
+        await reply(interaction, render.NOT_TEXT)
         return
     refusal = authz.summon_refusal(interaction)
     if refusal is not None:
@@ -130,6 +137,11 @@ async def summon(
             await reply(interaction, render.code(str(exc), 300))
             return
     spec = host.registry.get(kind_name)
+    foreign = [k for k in values if k not in spec.params.model_fields]
+    owner = next((k for k in kinds_with(host.registry, foreign) if k != kind_name), None)
+    if foreign and owner is not None:  # params meant for another kind, e.g. demo's steps
+        await reply(interaction, render.params_of_another_kind(kind_name, foreign, owner))
+        return
     field = next((f for f in TASK_FIELDS if f in spec.params.model_fields), None)
     if field is not None:
         values.setdefault(field, task)
@@ -195,6 +207,15 @@ async def summon(
     if not deferred:  # a deferred answer is a follow-up: delivery's fallback edits it
         host.delivery.remember_answer(job.id, job.public_id, interaction, channel_type)
     host.delivery.poke(job.id, job.public_id)
+
+
+def kinds_with(registry: Registry, params: list[str]) -> list[str]:
+    """The kinds offered here that take every one of ``params``."""
+    return [
+        name
+        for name in offered_kinds(registry)
+        if all(p in registry.get(name).params.model_fields for p in params)
+    ]
 
 
 def offered_kinds(registry: Registry) -> list[str]:

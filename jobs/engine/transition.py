@@ -37,8 +37,8 @@ async def transition(
     """Move ``rows`` along ``policy``, atomically, and say which moved.
 
     Args:
-        conn: a connection; the statement is atomic on its own, callers may wrap a transaction
-            (and must lock the rows first when a claim may race them, see ``cancel``).
+        conn: a connection; the statement is atomic on its own, callers may wrap a transaction.
+            A row a claim raced comes back :attr:`~jobs.engine.moves.Moved.raced`, not moved.
         policy: who moves the jobs, along which edges, under which fence.
         rows: the jobs, with the writer's attempt, reason, result, error and next ``run_at``.
         cancel: who asked to stop the jobs and why (recorded once, on each job).
@@ -79,6 +79,7 @@ async def transition(
             public_id=r["public_id"],
             kind=r["kind"],
             since_due=r["since_due"],
+            raced=r["raced"],
         )
         for r in records
     ]

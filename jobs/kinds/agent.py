@@ -149,7 +149,27 @@ class _Setup:
     model: str
     tools: dict[str, CommandSpec]
     completion: Any  # openai's ChatCompletion model
+    endpoint: str
+    timeout: float
+    unreachable: type[BaseException]  # openai's APIConnectionError (timeouts included)
     settings: AgentSettings
+
+
+def unreachable(setup: _Setup, exc: BaseException) -> JobFailed:
+    """The failure of a model call that never got an answer: which URL, and what to check
+    (openai's own message, "Connection error.", names neither)."""
+    where = scrub(setup.endpoint)  # a URL may carry a password
+    if "Timeout" in type(exc).__name__:
+        return JobFailed(
+            f"the model at {where} did not answer within {setup.timeout:g} s; check that it "
+            "is running and not overloaded, or raise ERRAND_AGENT_TIMEOUT_SECONDS"
+        )
+    cause = exc.__cause__ or exc.__context__
+    why = f" ({scrub(' '.join(str(cause).split()))[:200]})" if cause and str(cause) else ""
+    return JobFailed(
+        f"cannot reach the model at {where}{why}; check ERRAND_AGENT_BASE_URL and that the "
+        "server is running and reachable from the worker"
+    )
 
 
 _import_lock = threading.Lock()
@@ -191,7 +211,16 @@ def _setup(params: AgentParams) -> _Setup:
         max_retries=settings.max_retries,
     )
     completion = importlib.import_module("openai.types.chat").ChatCompletion
-    return _Setup(client, settings.model, tools, completion, settings)
+    return _Setup(
+        client,
+        settings.model,
+        tools,
+        completion,
+        settings.endpoint,
+        settings.timeout_seconds,
+        openai.APIConnectionError,
+        settings,
+    )
 
 
 async def _call_model(ctx: Context, meter: Meter, setup: _Setup, messages: list[Any]) -> Any:
@@ -216,7 +245,10 @@ async def _call_model(ctx: Context, meter: Meter, setup: _Setup, messages: list[
                     return None  # longer than max_tokens allows: stop reading, close it
             return bytes(body)
 
-    body = await ctx.race(fetch())
+    try:
+        body = await ctx.race(fetch())
+    except setup.unreachable as exc:  # after the client's own retries (max_retries)
+        raise unreachable(setup, exc) from None
     if body is None:
         # The provider ignored max_tokens. Charge what it must at least have produced.
         assert max_tokens is not None

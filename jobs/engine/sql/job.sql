@@ -91,13 +91,19 @@ SELECT count(*) FROM job
 WHERE origin_group = :origin_group AND state = ANY({active}::job_state[]);
 
 -- name: job_get
--- One job by public id.
-SELECT * FROM job WHERE public_id = :public_id;
+-- One job by public id, with how long its attempts ran and when its worker was last heard from.
+SELECT j.*, r.run_seconds, r.heartbeat_at
+FROM job j CROSS JOIN LATERAL job_run_time(j.id, j.current_attempt_id) r
+WHERE j.public_id = :public_id;
 
 -- name: job_lock_by_public_id
--- Lock one job by public id before a request moves it (a cancel): the move's own statement then
--- starts after the lock, so it sees whatever a concurrent claim committed meanwhile.
+-- Lock one job by public id before a request moves it: the move's own statement then starts
+-- after the lock, so it sees whatever a concurrent claim committed meanwhile.
 SELECT id FROM job WHERE public_id = :public_id FOR UPDATE;
+
+-- name: job_id_by_public_id
+-- One job's internal id.
+SELECT id FROM job WHERE public_id = :public_id;
 
 -- name: job_get_by_id
 -- One job by internal id.
@@ -348,8 +354,12 @@ UPDATE job SET max_attempts = greatest(max_attempts, failures + 1) WHERE id = :i
 -- now cancelling). :fence 'attempt': only the row's current attempt may write
 -- (a refused write is kept as an ignored event); 'none': no attempt involved. A move reason of
 -- '@keep' keeps the job's reason. :charges, per move: it uses up one of the job's max_attempts.
--- Every job row is locked before it is read: callers that race a claim lock it first
--- (job_lock_by_public_id), so this statement's snapshot sees what the claim committed.
+-- Every job row is locked before it is read. A row whose locked version names an attempt this
+-- statement's snapshot cannot see (a claim committed while the statement waited for the row, or
+-- after its snapshot) is raced: it does not move, since the end of that attempt would be
+-- written against a snapshot without it; the caller moves it again in a new statement
+-- (docs/state-machine.md, "A cancel racing a claim"). A fenced writer's raced row is simply
+-- stale: its attempt is no longer the job's.
 WITH input AS (
     SELECT * FROM unnest(:job_ids::bigint[], :attempt_ids::bigint[], :reasons::text[],
                          :results::jsonb[], :errors::jsonb[], :run_ats::timestamptz[])
@@ -370,12 +380,16 @@ WITH input AS (
     CROSS JOIN LATERAL (SELECT * FROM job WHERE job.id = i.job_id OFFSET 0) j
     ORDER BY j.id
     FOR UPDATE OF j
+), seen AS (
+    SELECT c.*, (c.current_attempt_id IS NOT NULL AND NOT EXISTS (
+                     SELECT 1 FROM attempt a WHERE a.id = c.current_attempt_id)) AS raced
+    FROM cur c
 ), plan AS (
     SELECT c.*, m.to_state, m.outcome, m.charge,
            CASE WHEN m.reason = '@keep' THEN c.old_reason ELSE coalesce(m.reason, c.reason) END
                AS new_reason
-    FROM cur c JOIN moves m ON m.from_state = c.state
-    WHERE :fence::text <> 'attempt' OR c.current_attempt_id = c.attempt_id
+    FROM seen c JOIN moves m ON m.from_state = c.state
+    WHERE NOT c.raced AND (:fence::text <> 'attempt' OR c.current_attempt_id = c.attempt_id)
 ), moved AS (
     UPDATE job j SET
         state = p.to_state,
@@ -422,12 +436,14 @@ WITH input AS (
                'current_attempt_id', c.current_attempt_id, 'left_behind_result', c.result,
                'error', c.error)),
            true
-    FROM cur c
+    FROM seen c
     WHERE :fence::text = 'attempt' AND NOT EXISTS (SELECT 1 FROM plan p WHERE p.id = c.id)
 )
 -- (Not the params, origin or checkpoint: nobody reads them from a transition, and decoding
 -- them would cost a worker's batch of ends three JSON documents per job.)
 SELECT c.id, c.state AS from_state, m.state AS to_state, m.public_id, m.kind,
+       -- A fenced writer a claim raced has lost its attempt: refused (and kept as ignored).
+       c.raced AND :fence::text <> 'attempt' AS raced,
        now() - m.run_at AS since_due,
        CASE
            WHEN m.id IS NULL THEN NULL
@@ -437,7 +453,7 @@ SELECT c.id, c.state AS from_state, m.state AS to_state, m.public_id, m.kind,
        END AS _notified,
        CASE WHEN m.id IS NOT NULL AND m.origin <> '{}'::jsonb
             THEN pg_notify('errand_outbox', '')::text END AS _outbox_notified
-FROM cur c LEFT JOIN moved m ON m.id = c.id;
+FROM seen c LEFT JOIN moved m ON m.id = c.id;
 
 -- name: job_lock_many
 -- Lock jobs in id order, for a transaction that moves them with more than one statement.
@@ -595,3 +611,16 @@ WITH gone AS (
     DELETE FROM event WHERE job_id IN (SELECT id FROM gone)
 )
 SELECT id FROM gone;
+
+-- name: job_silent
+-- Live jobs of one transport (with :partitions > 0, only those whose partition modulo it is
+-- one of :mine) whose current attempt's worker was last heard from more than :seconds ago,
+-- longest silent first: a transport says so (a worker killed, a host lost) in the time the
+-- reaper waits for the lease to end. Reads the partial index job_live.
+SELECT j.id AS job_id, j.public_id, a.heartbeat_at
+FROM job j JOIN attempt a ON a.id = j.current_attempt_id
+WHERE j.state = ANY({live}::job_state[]) AND j.transport = :transport
+  AND (:partitions = 0 OR mod(j.partition, :partitions) = ANY(:mine::bigint[]))
+  AND a.heartbeat_at < now() - make_interval(secs => :seconds)
+ORDER BY a.heartbeat_at
+LIMIT :limit;

@@ -45,6 +45,8 @@ class Submission:
     """-10 to 10, higher first; None: the kind's own (``@kind(priority=...)``, default 0)."""
     run_at: datetime | None = None
     """When it becomes due (a delayed job); None: now."""
+    where: str | None = None
+    """How a refusal names this row ("line 3" of a file); ``row N``, counted from 1, if None."""
 
 
 def checked_priority(priority: int | None, spec: KindSpec) -> int:
@@ -59,6 +61,10 @@ def checked_run_at(run_at: datetime | None) -> datetime | None:
     if run_at is not None and run_at.utcoffset() is None:
         raise InvalidInput("run_at: give a time with its timezone (e.g. UTC)")
     return run_at
+
+
+def _named(n: int, sub: Submission) -> str:
+    return sub.where or f"row {n + 1}"
 
 
 class _ValidParams:
@@ -262,7 +268,8 @@ class Submits(Base):
             For each submission in order: its job's public id and whether this call created it.
 
         Raises:
-            UnknownKind, InvalidParams: naming the row (counted from 1); nothing was created.
+            UnknownKind, InvalidParams: naming the row (its ``where``, else counted from 1);
+                nothing was created.
             QuotaExceeded: with quotas configured rows are submitted one by one, and the
                 rows before the one over the limit stay created.
             IdempotencyConflict: a key already made a job of another kind or with other params;
@@ -293,7 +300,7 @@ class Submits(Base):
                 cleaned.append(clean)
                 texts.append(text)
             except ErrandError as exc:
-                exc.args = (f"row {n + 1}: {exc}",)  # same type, the row named in the message
+                exc.args = (f"{_named(n, sub)}: {exc}",)  # same type, the row named in it
                 raise
             specs.append(spec)
         if self.quotas.per_requester is not None or self.quotas.per_group is not None:
@@ -322,8 +329,8 @@ class Submits(Base):
                     first = first_of[key]
                     if (sub.kind, cleaned[n]) != (submissions[first].kind, cleaned[first]):
                         raise InvalidParams(
-                            f"row {n + 1}: idempotency key {key!r} is used by row {first + 1} "
-                            "for a different request"
+                            f"{_named(n, sub)}: idempotency key {key!r} is used by "
+                            f"{_named(first, submissions[first])} for a different request"
                         )
                     continue
                 first_of[key] = n

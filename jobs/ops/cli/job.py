@@ -18,8 +18,9 @@ import jobs.limits as limits
 import jobs.when as when
 from jobs.engine.line import PRIORITY_MAX, PRIORITY_MIN
 from jobs.engine.state import Actor, State
+from jobs.errors import UnknownKind
 from jobs.ops.cli.help import Command, Group, SubmitCommand
-from jobs.ops.cli.render import job_lines, status_text, timeline_text
+from jobs.ops.cli.render import cancel_text, job_lines, status_text, timeline_text
 from jobs.ops.cli.shared import (
     JsonOpt,
     checked,
@@ -171,7 +172,10 @@ def _submit_file(path: Path, requester: str, as_json: bool) -> None:
             fail(f'line {number}: "origin" must be an object')
         if not (group is None or isinstance(group, str)):
             fail(f'line {number}: "origin_group" must be a string')
-        rows.append(Submission(raw["kind"], params, who or requester, origin, group, key))
+        where = f"line {number}"  # the store's refusals name it as the checks above do
+        rows.append(
+            Submission(raw["kind"], params, who or requester, origin, group, key, where=where)
+        )
     if not rows:
         fail(f"{path}: no jobs (one JSON object per line)")
 
@@ -227,15 +231,21 @@ def job_list(
             text_arg(name, value)
 
     async def go(engine: Engine) -> Any:
-        return await engine.store.list_jobs(
+        found = await engine.store.list_jobs(
             states=state,
             kind=kind,
             requester=requester,
             newer_than_seconds=newer_than,
             limit=limit,
         )
+        # A kind no worker knows and no job has is a typo, as `job submit` says; a kind whose
+        # plugin was removed still lists its jobs.
+        if kind is not None and not found and kind not in engine.registry.names():
+            raise UnknownKind(kind, engine.registry.names())
+        return found
 
-    jobs = with_engine(go)
+    # The registry is loaded (its imports) only to check a --kind.
+    jobs = with_engine(go, kinds=kind is not None)
     emit({"jobs": [j.to_json() for j in jobs]}, as_json, job_lines(jobs))
 
 
@@ -258,7 +268,7 @@ def job_cancel(
 
     result = with_engine(go)
     out = result.job.to_json() | {"outcome": result.outcome, "changed": result.changed}
-    emit(out, as_json, f"{result.job.public_id} {result.outcome} ({result.job.state.value})")
+    emit(out, as_json, cancel_text(result.job.public_id, result.outcome, result.job.state))
 
 
 @job_app.command("resolve", cls=Command)
