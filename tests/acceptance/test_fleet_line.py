@@ -5,8 +5,10 @@ shows its place, and bad input to the new commands changes nothing."""
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import asyncpg
 import pytest
@@ -20,21 +22,27 @@ FAST = WORKER_FAST | {"ERRAND_WORKER_CONCURRENCY": "4"}
 
 
 async def test_a_kind_limit_holds_across_three_workers_one_of_them_killed(
-    errand_json: ErrandJson, spawn_worker: SpawnWorker, pool: asyncpg.Pool
+    errand_json: ErrandJson, spawn_worker: SpawnWorker, pool: asyncpg.Pool, tmp_path: Path
 ) -> None:
     """``errand kind limit demo 3``, 3 workers (12 slots), 15 demo jobs of 1 s; one worker is
     SIGKILLed while it runs one. Sampled every 50 ms from the database, running demo jobs never
     exceed 3; every job succeeds; at the end none runs."""
     assert (await errand_json("kind", "limit", "demo", "3", "--json"))["limit"] == 3
-    ids = [
-        (
-            await errand_json(
-                "job", "submit", "demo", "-p", "steps=2", "-p", "step_seconds=0.5", "--json"
-            )
-        )["id"]
-        for _ in range(15)
-    ]
     procs = [await spawn_worker(**FAST) for _ in range(3)]
+    # Every worker up and idle (each lists itself as waiting) before the jobs come in one
+    # submit: the 15 jobs then meet the three workers at once, however slowly they started.
+    await poll(
+        lambda: pool.fetchval("SELECT count(*) FROM worker_waiting"),
+        until=lambda n: n == 3,
+        within=60,
+        what="three idle workers",
+    )
+    jobs = tmp_path / "jobs.jsonl"
+    job = {"kind": "demo", "params": {"steps": 2, "step_seconds": 0.5}}
+    jobs.write_text("".join(json.dumps(job) + "\n" for _ in range(15)))
+    ids = [
+        j["id"] for j in (await errand_json("job", "submit", "--from", str(jobs), "--json"))["jobs"]
+    ]
     samples: list[int] = []
     done = asyncio.Event()
 
@@ -54,7 +62,10 @@ async def test_a_kind_limit_holds_across_three_workers_one_of_them_killed(
     try:
         # Kill a worker while it holds a running job (its pid is in the attempt's worker name).
         victim = await poll(
-            lambda: _holder(pool, [p.pid for p in procs]), within=30, what="a worker running demo"
+            lambda: _holder(pool, [p.pid for p in procs]),
+            until=lambda n: n is not None,  # 0, the first worker, is an index too
+            within=30,
+            what="a worker running demo",
         )
         procs[victim].send_signal(signal.SIGKILL)
         await procs[victim].wait()

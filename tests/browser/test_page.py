@@ -414,8 +414,10 @@ def test_option_fields_each_with_its_own_suggestions(
     expect(suggestions.first).to_contain_text("/summon", timeout=WAIT_MS)
     box.press("Tab")
     fields = page.locator("#main-pane .option-field")
-    expect(fields).to_have_count(3)
-    expect(fields.locator(".option-name")).to_have_text(["task", "kind", "params"])
+    expect(fields).to_have_count(6)
+    expect(fields.locator(".option-name")).to_have_text(
+        ["task", "kind", "params", "when", "timezone", "priority"]
+    )
     expect(fields.first).to_have_class(re.compile("required"))
 
     page.locator("#main-pane input[data-option=task]").fill("count in fields")
