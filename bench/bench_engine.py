@@ -56,6 +56,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 
+from bench import fairness
 from bench.common import empty_db, fresh_db, quantile, server_dsn
 from bench.harness import (
     ERRAND_WORKER,
@@ -334,7 +335,18 @@ async def bare_submit_statement(server: str, n: int, statement: str | None = Non
 
         async def one() -> None:
             await conn.fetchrow(
-                insert, new_public_id(), "bench_count", {}, "bench", ORIGIN, None, None, 1, None
+                insert,
+                new_public_id(),
+                "bench_count",
+                {},
+                "bench",
+                ORIGIN,
+                None,
+                None,
+                1,
+                None,
+                0,
+                None,
             )
 
         for _ in range(50):
@@ -374,6 +386,8 @@ async def bulk_server_ms(server: str, n: int) -> float:
                 [None],
                 [None],
                 [1],
+                [None],
+                [0],
                 [None],
             ]
             return query.args(bulk_arguments(new_public_ids(k), [c * k for c in columns]))
@@ -544,6 +558,7 @@ async def main() -> None:
     parser.add_argument(
         "--queued-with-waiting", type=int, default=5_000, dest="queued_with_waiting"
     )
+    parser.add_argument("--backlog", type=int, default=10000, help="bench/fairness.py")
     parser.add_argument("--write", type=Path, default=ROOT / "docs" / "performance.md")
     parser.add_argument("--no-write", action="store_true", help="print only")
     args = parser.parse_args()
@@ -558,6 +573,7 @@ async def main() -> None:
     figures = {"Errand": Figures(), "pgqueuer": Figures()}
     floor = Figures()
     talking = Figures()  # bench/waiting.py's figures
+    fair = fairness.FairFigures()
     audit_dbs: list[str] = []
     for run in range(args.runs):
         order: list[System] = [Errand(), Pgqueuer()]
@@ -593,6 +609,18 @@ async def main() -> None:
                 "  " + ", ".join(f"{k} {v[-1]:,.2f}" for k, v in fig.values.items() if v),
                 flush=True,
             )
+        # Fair share and limits (bench/fairness.py), in the same run.
+        fairness.merge(
+            fair,
+            await fairness.measure(
+                sys.modules[__name__],
+                server,
+                args.queued[0],
+                args.backlog,
+                min(args.samples, 300),
+                log,
+            ),
+        )
         await quiet(server)
         floor.add("single", await one_row_insert_floor(server, args.submits))
         await quiet(server)
@@ -622,6 +650,9 @@ async def main() -> None:
         await admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
         await admin.close()
     report = render(args, figures, floor, status, first_job, rows, loads, started, talking)
+    report += "\n" + fairness.section(
+        fair, figures["Errand"].values, figures["pgqueuer"].values, args.queued[0], args.backlog
+    )
     print(report)
     if not args.no_write:
         args.write.write_text(report)

@@ -28,7 +28,9 @@ async def create() -> AsyncIterator[PgQueuer]:
     conn = await asyncpg.connect(os.environ["BENCH_PGQ_DSN"])
     pgq = PgQueuer(AsyncpgDriver(conn))
 
-    @pgq.entrypoint("bench_count")
+    # BENCH_PGQ_LIMIT: the entrypoint's concurrency_limit (bench/fairness.py); 0, its default,
+    # is none.
+    @pgq.entrypoint("bench_count", concurrency_limit=int(os.environ.get("BENCH_PGQ_LIMIT", "0")))
     async def bench_count(job: Job) -> None:
         first(job.id)
 

@@ -24,7 +24,7 @@ def sandbox(
         Path | None, typer.Option(help="Where jobs and the local Discord live.")
     ] = None,
     host: Annotated[str, typer.Option(help="Address of the page.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port of the page.")] = 8765,
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Port of the page.")] = 8765,
 ) -> None:
     """Try Errand in a browser: the bot, a worker and a local Discord, no setup needed."""
     # Imported on use: `errand --help` and the engine's commands need no Discord code.

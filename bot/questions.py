@@ -6,7 +6,7 @@ id in its ``custom_id``; the classes are registered in ``setup_hook``, so a ques
 ago still takes its answer after the bot restarted. Up to five short choices are buttons, more
 (or longer ones) a select menu; an "Answer" button opens a modal for words of one's own.
 
-Only the job's requester, or a moderator of its channel (docs/discord.md, the ``/job cancel``
+Only the job's requester, or an operator of its channel (docs/discord.md, the ``/job cancel``
 rule), may answer; anyone else gets an ephemeral refusal. The store decides the rest
 (:meth:`jobs.transport.JobStore.answer`): the first valid answer wins and the question's message
 is edited at once to show it, without components; a later click gets "already answered by", a
@@ -197,7 +197,7 @@ class AnswerModal(discord.ui.Modal):
 
 
 async def answerer(interaction: discord.Interaction[Any], job: JobView) -> Actor | None:
-    """Who answers: the requester, a moderator of the job's channel (an operator), or nobody."""
+    """Who answers: the requester, an operator of the job's channel, or nobody."""
     if job.requester == requester_of(interaction.user):
         return Actor.REQUESTER
     if await may_moderate(interaction, job):
@@ -206,7 +206,7 @@ async def answerer(interaction: discord.Interaction[Any], job: JobView) -> Actor
 
 
 def refusal(job: JobView) -> str:
-    return f"Only {render.requester(job)} or a moderator can answer job `{job.public_id}`."
+    return f"Only {render.requester(job)} or an operator can answer job `{job.public_id}`."
 
 
 async def answer(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 import discord
@@ -21,6 +21,8 @@ MAX_CONTENT = 2000
 NO_PINGS = discord.AllowedMentions.none()
 """Allowed mentions that ping nobody, for every message that must not notify anyone."""
 BAR_WIDTH = 12
+DELAYED = timedelta(seconds=1)
+"""A queued job due this much after its submit was put off (``when:``), not merely waiting."""
 
 ICONS: dict[State, str] = {
     State.QUEUED: "⏳",
@@ -38,6 +40,29 @@ NOTICE_STATES = frozenset({State.SUCCEEDED, State.FAILED, State.CANCELLED, State
 
 CANCELLABLE = frozenset({State.QUEUED, State.RUNNING, State.WAITING})
 """States in which the progress message carries a Cancel button."""
+
+CANCEL_STATES = frozenset({State.CANCELLING, State.CANCELLED})
+"""States a cancel moves a job to (its event's person is the job's ``cancel_requested_by``)."""
+
+SILENT_AFTER = timedelta(seconds=15)
+"""A running job whose worker was not heard from for this long (three heartbeats at the
+default 5 s) says so: its worker may be gone, and the job is taken back once its lease ends."""
+
+TRANSPORT = "discord"
+"""How the record names a Discord user: ``discord:<user id>`` (bot.commands.shared)."""
+
+EMPTY_TASK = "Say what to do, for example `/summon task:count to five`."
+"""The answer to a /summon whose task is blank."""
+
+NOT_TEXT = (
+    "The task or params contain a NUL character or a lone surrogate (such as \\ud800), which "
+    "is not text; remove it."
+)
+"""The answer to a /summon whose task or params hold what no message or database can."""
+
+NOT_YOURS = "Only the requester or an operator can cancel job `{id}`."
+"""The answer to a cancel by someone else (operators: docs/discord.md, "Who may see and
+moderate a job")."""
 
 
 def clean(text: str, limit: int) -> str:
@@ -69,11 +94,43 @@ def seconds(total: float) -> str:
     return f"{hours} h {minutes} min"
 
 
-def duration(job: JobView, now: datetime | None = None) -> float:
-    """Seconds from the start (or the submit) to the end (or now)."""
-    start = job.started_at or job.created_at
+def wall_time(job: JobView, now: datetime | None = None) -> float:
+    """Seconds from the submit to the end (or now): every wait counted, in the queue, for a
+    retry, while nothing ran, while it sat unknown."""
     end = job.finished_at or now or datetime.now(UTC)
-    return max(0.0, (end - start).total_seconds())
+    return max(0.0, (end - job.created_at).total_seconds())
+
+
+def times(job: JobView, now: datetime | None = None) -> str:
+    """How long an ended job took, its run time (its attempts running) and its wall time
+    (from the submit), each named: ``Run time 4.0 s · wall time 15.0 s``."""
+    wall = f"wall time {seconds(wall_time(job, now))}"
+    if job.attempts == 0:
+        return f"Did not run · {wall}"
+    if job.run_seconds is None:  # a read without its attempts
+        return wall.capitalize()
+    return f"Run time {seconds(job.run_seconds)} · {wall}"
+
+
+def person(by: str | None, actor: Actor | str) -> str:
+    """Who did something, as Discord shows a user: the mention of a Discord user the record
+    names (``discord:42``; it pings nobody, every message limits its mentions), else the role
+    they acted in, with the name the record gives ("an operator (cli)")."""
+    if by:
+        transport, _, user = by.partition(":")
+        if transport == TRANSPORT and user.isdigit():
+            return f"<@{user}>"
+    role = {"requester": "the requester", "operator": "an operator"}.get(str(actor), str(actor))
+    return f"{role} ({clean(by, 40)})" if by and by != str(actor) else role
+
+
+def silent_since(job: JobView, now: datetime | None = None) -> datetime | None:
+    """When the worker of a running job was last heard from, if longer ago than
+    :data:`SILENT_AFTER`; else None."""
+    if job.state not in (State.RUNNING, State.CANCELLING) or job.heartbeat_at is None:
+        return None
+    now = now or datetime.now(UTC)
+    return job.heartbeat_at if now - job.heartbeat_at > SILENT_AFTER else None
 
 
 def bar(done: float, total: float) -> str:
@@ -95,16 +152,28 @@ def progress_bar_line(job: JobView) -> str | None:
     return clean(line, 150)
 
 
-def usage_line(usage: dict[str, Any]) -> str:
-    """Budget use so far: tokens, tool calls, steps."""
+def count(number: int, noun: str) -> str:
+    """``1 step``, ``2 steps``, ``1,234 tokens``."""
+    return f"{number:,} {noun if number == 1 else noun + 's'}"
+
+
+def usage_line(usage: dict[str, Any], *, steps: bool = True) -> str:
+    """Budget use so far: tokens, tool calls, and steps begun unless ``steps`` is False (the
+    progress line counts them already: two counts of steps would disagree, the step under way
+    being begun but not done)."""
     parts = []
     if usage.get("tokens"):
-        parts.append(f"{int(usage['tokens']):,} tokens")
+        parts.append(count(int(usage["tokens"]), "token"))
     if usage.get("tool_calls"):
-        parts.append(f"{int(usage['tool_calls'])} tool calls")
-    if usage.get("steps"):
-        parts.append(f"{int(usage['steps'])} steps")
+        parts.append(count(int(usage["tool_calls"]), "tool call"))
+    if steps and usage.get("steps"):
+        parts.append(count(int(usage["steps"]), "step"))
     return " · ".join(parts)
+
+
+def counts_steps(job: JobView) -> bool:
+    """Whether the job's progress line counts steps (then its usage does not repeat them)."""
+    return bool(job.progress_line) and str((job.progress or {}).get("unit") or "step") == "step"
 
 
 def summary(value: Any, limit: int = 300) -> str:
@@ -141,7 +210,7 @@ def progress(
     if task:
         lines.append(f"> {clean(task, 300)}")
     attempt = job.attempt_line
-    used = usage_line(job.usage)
+    used = usage_line(job.usage, steps=not counts_steps(job))
     shown = progress_bar_line(job)
     if job.state is State.QUEUED:
         if job.attempts:  # a retry wait, or released by a worker that stopped
@@ -149,6 +218,8 @@ def progress(
                 f"Runs again {stamp(job.run_at)} · {attempt}"
                 + (f" · last try: {code(job.reason, 200)}" if job.reason else "")
             )
+        elif job.run_at > job.created_at + DELAYED:
+            lines.append(f"Scheduled to start {stamp(job.run_at)} ({stamp(job.run_at, 'f')})")
         else:
             lines.append(f"Waiting for a worker since {stamp(job.created_at)}")
         if shown:  # what is done stays shown while it waits: progress never goes backwards
@@ -159,6 +230,12 @@ def progress(
         lines.append(
             " · ".join(x for x in (f"Started {stamp(job.started_at)}", attempt, used) if x)
         )
+        silent = silent_since(job)
+        if silent is not None:  # what is known of a worker that may be gone (a SIGKILL)
+            lines.append(
+                f"⚠️ Its worker was last heard from {stamp(silent)}; if it stays silent, the "
+                "job is taken back when its lease ends."
+            )
         if job.state is State.CANCELLING:
             lines.append(f"Stopping: {code(job.cancel_reason or job.reason or 'cancel', 200)}")
     elif job.state is State.WAITING:
@@ -178,7 +255,7 @@ def progress(
     else:
         if shown:
             lines.append(shown)
-        lines.append(" · ".join(x for x in (f"Took {seconds(duration(job))}", attempt, used) if x))
+        lines.append(" · ".join(x for x in (times(job), attempt, used) if x))
         by = cancelled_by(job) if job.state is State.CANCELLED else None
         if by:
             why = f": {code(job.reason, 300)}" if job.reason else ""
@@ -188,7 +265,9 @@ def progress(
         if job.state is State.SUCCEEDED and job.result is not None:
             lines.append(f"Result: `{summary(job.result, 500)}`")
         error = summary(job.error, 500)
-        if job.state is State.FAILED and error and (not job.reason or job.reason not in error):
+        # Said once: a reason that already holds the error (or is held by it) says it all.
+        said = job.reason and (job.reason in error or error in job.reason)
+        if job.state is State.FAILED and error and not said:
             lines.append(f"Error: `{error}`")
         if assets:
             names = ", ".join(f"{code(name, 80)} ({size} B)" for name, size in assets[:10])
@@ -295,21 +374,25 @@ def answer_refused(result: str, why: str | None, asked: Asked) -> str:
 
 
 def notice(job: JobView, row: Notice, user_id: int | None) -> str:
-    """The reply that tells the requester how the job ended (or that it needs them)."""
+    """The reply that tells the requester how the job ended (or that it needs them): what
+    happened, who did it and why on its first line (the line a thread's preview shows), then
+    how long it took, then its result."""
     to = row.to_state
     who = f"<@{user_id}> " if user_id else ""
     text = f"{who}{ICONS[to]} Job `{job.public_id}` **{to.value}**"
-    by = cancelled_by(job) if to is State.CANCELLED and row.actor is not Actor.SYSTEM else None
-    if by:
-        text += f" by {by}"
-    if to in TERMINAL:
-        text += f" after {seconds(duration(job))}"
-        if job.attempts > 1 or job.failures:  # restarts and retries are part of the story
-            text += f" · {job.attempt_line}"
-    if by:
+    if row.from_state is State.UNKNOWN and row.by:  # a person settled it
+        text += f", resolved by {person(row.by, row.actor)}"
+        why = row.note if row.note is not None else row.reason
+        text += f": {clean(why, 300)}" if why else ""
+    elif to is State.CANCELLED and row.actor is not Actor.SYSTEM and cancelled_by(job):
+        text += f" by {cancelled_by(job)}"
         text += f" ({code(row.reason, 300)})" if row.reason else ""
     elif row.reason:
         text += f": {code(row.reason, 300)}"
+    if to in TERMINAL:
+        text += f"\n{times(job)}"
+        if job.attempts > 1 or job.failures:  # restarts and retries are part of the story
+            text += f" · {job.attempt_line}"
     if to is State.SUCCEEDED and job.result is not None:
         text += f"\nResult: `{summary(job.result, 500)}`"
     if to is State.UNKNOWN:
@@ -318,12 +401,24 @@ def notice(job: JobView, row: Notice, user_id: int | None) -> str:
 
 
 def cancelled_by(job: JobView) -> str | None:
-    """Who asked a cancelled job to stop, as a notice says it ("the requester"), from the job's
-    own record; None when the system did (a deadline, whose reason says so)."""
+    """Who asked a cancelled job to stop, from the job's own record: their mention, or their
+    role ("an operator (cli)"); None when the system did (a deadline, whose reason says so)."""
     asked = job.cancel_requested_by
     if asked is None or asked == "system":
         return None
-    return "the requester" if asked == job.requester else "the operator"
+    return person(asked, "requester" if asked == job.requester else "operator")
+
+
+def event_by(actor: str, data: Any, to: State, job: JobView) -> str:
+    """Who moved ``job`` to ``to`` as ``actor`` (an event's, with its ``data``): the person (a
+    resolve records them; a requester is the job's; a cancel's person is the job's
+    ``cancel_requested_by``), else the actor (worker, system)."""
+    by = data.get("by") if isinstance(data, dict) else None
+    if not by and actor == "requester":
+        by = job.requester
+    elif not by and actor == "operator" and to in CANCEL_STATES:
+        by = job.cancel_requested_by
+    return person(str(by), actor) if by else actor
 
 
 def status_page(
@@ -345,18 +440,25 @@ def status_page(
     detail = [job.attempt_line]
     if job.progress_line:
         detail.append(clean(job.progress_line, 150))
-    used = usage_line(job.usage)
+    used = usage_line(job.usage, steps=not counts_steps(job))
     if used:
         detail.append(f"budget used: {used}")
     lines.append(" · ".join(detail))
-    times = [f"submitted {stamp(job.created_at)}"]
+    when = [f"submitted {stamp(job.created_at)}"]
     if job.started_at:
-        times.append(f"started {stamp(job.started_at)}")
+        when.append(f"started {stamp(job.started_at)}")
     if job.finished_at:
-        times.append(f"finished {stamp(job.finished_at)} (took {seconds(duration(job))})")
+        when.append(f"finished {stamp(job.finished_at)} ({times(job).lower()})")
     elif job.state is State.QUEUED and job.attempts:
-        times.append(f"next try {stamp(job.run_at)}")
-    lines.append(" · ".join(times))
+        when.append(f"next try {stamp(job.run_at)}")
+    elif job.state is State.QUEUED and job.run_at > job.created_at + DELAYED:
+        when.append(f"starts {stamp(job.run_at)} ({stamp(job.run_at, 'f')})")
+    lines.append(" · ".join(when))
+    if status.place is not None:  # "3rd in line for agent · 4 of 4 running · starts in ..."
+        lines.append(f"⏳ {status.place.line}")
+    silent = silent_since(job)
+    if silent is not None:
+        lines.append(f"⚠️ Its worker was last heard from {stamp(silent)}.")
     if job.state is State.WAITING:
         lines.append(waiting_line(job))
     said = job.wait_key if job.state is State.WAITING else None  # the waiting line says it
@@ -391,7 +493,10 @@ def status_page(
                 lines.append(f"• {stamp(e.at, 'T')} {QUESTION_ICON} question by {e.actor}{why}")
                 continue
             source = e.from_state.value if e.from_state else "—"
-            lines.append(f"• {stamp(e.at, 'T')} {source} → {e.to_state.value} by {e.actor}{why}")
+            lines.append(
+                f"• {stamp(e.at, 'T')} {source} → {e.to_state.value} "
+                f"by {event_by(e.actor, e.data, e.to_state, job)}{why}"
+            )
     return "\n".join(lines)[:MAX_CONTENT]
 
 
@@ -423,10 +528,24 @@ WHERE = {
 }
 
 
-def answer(public_id: str, kind: str, state: State, channel_type: int) -> str:
-    """The public answer to /summon, kept current with the job's state."""
+def params_of_another_kind(kind: str, params: list[str], owner: str) -> str:
+    """The answer to /summon params that the chosen kind lacks and another kind takes."""
+    names = ", ".join(f"`{code(p, 40)}`" for p in params)
+    return (
+        f"`{code(kind, 40)}` jobs take no {names}; `{code(owner, 40)}` jobs do: add "
+        f"`kind:{code(owner, 40)}` to your /summon."
+    )
+
+
+def answer(
+    public_id: str, kind: str, state: State, channel_type: int, *, due: datetime | None = None
+) -> str:
+    """The public answer to /summon, kept current with the job's state; ``due``: a delayed
+    job's start, shown in Discord's timestamp markup (each reader's own time and zone)."""
     where = {0: WHERE["text"], 5: WHERE["news"], 15: WHERE["forum"]}.get(
         channel_type, "Follow it here"
     )
     said = ANSWER_STATE.get(state, f"is {state.value}")
+    if due is not None and state is State.QUEUED:
+        said = f"is scheduled to start {stamp(due)} ({stamp(due, 'f')})"
     return f"Job `{public_id}` ({kind}) {said}. {where}, or with `/job status {public_id}`."

@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import fcntl
 import logging
 import os
 import shlex
+import socket
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
@@ -243,8 +245,8 @@ async def running_emulator(
     serve_page(emu, page_config(world, jobs or PageJobs()))
     try:
         await emu.start()
-    except OSError as exc:
-        raise SandboxError(f"cannot serve on {host}:{port} ({exc.strerror}); try --port") from exc
+    except OSError as exc:  # taken since check_address looked
+        raise address_error(host, port, exc) from exc
     try:
         await world_file.start()
         try:
@@ -327,6 +329,42 @@ def exclusive(data_dir: Path) -> Iterator[None]:
         yield
 
 
+def address_error(host: str, port: int, exc: OSError) -> SandboxError:
+    """Why the page cannot be served on ``host:port``, with the option to change."""
+    if exc.errno == errno.EADDRINUSE:
+        return SandboxError(f"port {port} on {host} is in use (another sandbox?); try --port")
+    why = exc.strerror or str(exc)
+    return SandboxError(
+        f"cannot serve on {host} ({why.lower()}); --host must be an address of this machine, "
+        "e.g. 127.0.0.1"
+    )
+
+
+def check_address(host: str, port: int) -> None:
+    """Refuse an address the page could not be served on before anything starts (a host that
+    does not resolve or is not this machine's, a port in use): one line, not a traceback after
+    PostgreSQL has started.
+
+    Raises:
+        SandboxError: the address cannot be used (the message names the option to change).
+    """
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except (socket.gaierror, UnicodeError):
+        raise SandboxError(
+            f"cannot serve on {host!r} (not a host name or address); --host must be an "
+            "address of this machine, e.g. 127.0.0.1"
+        ) from None
+    with socket.socket(family, kind, proto) as probe:
+        # As the page's server binds it (aiohttp sets SO_REUSEADDR): a port left in TIME_WAIT
+        # by the last run counts as free.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            raise address_error(host, port, exc) from None
+
+
 def main(data_dir: Path | None, host: str, port: int) -> int:
     """Run the sandbox in the foreground until SIGINT/SIGTERM; the exit code.
 
@@ -338,6 +376,7 @@ def main(data_dir: Path | None, host: str, port: int) -> int:
         text = "stopping now" if hard else "stopping (Ctrl-C again to force)"
         print(f"Errand sandbox: {text}", file=sys.stderr, flush=True)
 
+    check_address(host, port)
     process = Process(worker=True, announce=announce, quiet=True)
     # discord.py warns that voice support is missing; the sandbox has no voice.
     logging.getLogger("discord.client").setLevel(logging.ERROR)

@@ -11,6 +11,7 @@ import asyncio
 import base64
 import binascii
 import contextlib
+import json
 import weakref
 from typing import Any
 
@@ -30,11 +31,22 @@ def _emu(request: web.Request) -> Control:
     return request.app[CONTROL_KEY]
 
 
-async def _json(request: web.Request) -> dict[str, Any]:
+async def json_body(request: web.Request) -> dict[str, Any]:
+    """The request's JSON object ({} for an empty body). A body that is not a JSON object is
+    answered 400 with a JSON ``error``, as Discord's API answers a malformed body, never a 500
+    and a traceback in the log."""
     if not request.can_read_body:
         return {}
-    data = await request.json()
-    return data if isinstance(data, dict) else {}
+    try:
+        data = await request.json()
+    except ValueError:  # not JSON, or not UTF-8 (UnicodeDecodeError is a ValueError)
+        data = None
+    if not isinstance(data, dict):
+        raise web.HTTPBadRequest(
+            text=json.dumps({"error": "the request body must be a JSON object"}),
+            content_type="application/json",
+        )
+    return data
 
 
 async def http_state(request: web.Request) -> web.Response:
@@ -42,21 +54,21 @@ async def http_state(request: web.Request) -> web.Response:
 
 
 async def http_create_user(request: web.Request) -> web.Response:
-    body = await _json(request)
+    body = await json_body(request)
     user = _emu(request).create_user(body.get("username", "user"))
     return web.json_response(user.payload())
 
 
 async def http_create_guild(request: web.Request) -> web.Response:
     emu = _emu(request)
-    body = await _json(request)
+    body = await json_body(request)
     guild = emu.create_guild(body.get("name", "Guild"))
     return web.json_response(emu.state.guild_create_payload(guild))
 
 
 async def http_create_channel(request: web.Request) -> web.Response:
     emu = _emu(request)
-    body = await _json(request)
+    body = await json_body(request)
     channel = emu.create_channel(
         int(body["guild_id"]), body.get("name", "general"), type=int(body.get("type", TEXT))
     )
@@ -65,7 +77,7 @@ async def http_create_channel(request: web.Request) -> web.Response:
 
 async def http_add_member(request: web.Request) -> web.Response:
     emu = _emu(request)
-    body = await _json(request)
+    body = await json_body(request)
     member = emu.add_member(
         int(request.match_info["guild_id"]),
         int(body["user_id"]),
@@ -82,7 +94,7 @@ async def http_delete_channel(request: web.Request) -> web.Response:
 
 async def http_send_message(request: web.Request) -> web.Response:
     emu = _emu(request)
-    body = await _json(request)
+    body = await json_body(request)
     msg = emu.send_message(
         int(body["user_id"]), int(request.match_info["channel_id"]), body.get("content", "")
     )
@@ -91,7 +103,7 @@ async def http_send_message(request: web.Request) -> web.Response:
 
 async def http_edit_message(request: web.Request) -> web.Response:
     emu = _emu(request)
-    body = await _json(request)
+    body = await json_body(request)
     try:
         msg = emu.edit_message(
             int(body["user_id"]), int(request.match_info["message_id"]), body.get("content", "")
@@ -119,7 +131,7 @@ async def http_history(request: web.Request) -> web.Response:
 
 async def http_invoke(request: web.Request) -> web.Response:
     emu = _emu(request)
-    body = await _json(request)
+    body = await json_body(request)
     user, command = int(body["user_id"]), str(body["command"])
     # type 2 / 3: a user / message command on target_id (Application Command Types).
     ctype = int(body.get("type", 1))
@@ -140,7 +152,7 @@ async def http_invoke(request: web.Request) -> web.Response:
 
 async def http_click(request: web.Request) -> web.Response:
     emu = _emu(request)
-    body = await _json(request)
+    body = await json_body(request)
     try:
         handle = await emu.click(
             int(body["user_id"]),
@@ -173,7 +185,7 @@ async def http_submit_modal(request: web.Request) -> web.Response:
     """``{user_id, interaction_id, values: {custom_id: value}}``: the user submits the modal the
     bot answered ``interaction_id`` with (a file upload's value is a list of files)."""
     emu = _emu(request)
-    body = await _json(request)
+    body = await json_body(request)
     try:
         inter = emu.state.interactions[int(body["interaction_id"])]
         raw = body.get("values") or {}
@@ -205,14 +217,14 @@ async def http_interaction(request: web.Request) -> web.Response:
 
 async def http_advance(request: web.Request) -> web.Response:
     emu = _emu(request)
-    body = await _json(request)
+    body = await json_body(request)
     emu.advance(float(body.get("seconds", 0)))
     return web.json_response({"now": emu.clock.iso()})
 
 
 async def http_faults(request: web.Request) -> web.Response:
     emu = _emu(request)
-    body = await _json(request)
+    body = await json_body(request)
     kind = body.get("kind")
     if kind == "latency":
         emu.faults.add_latency(float(body.get("seconds", 0)), body.get("path_contains"))

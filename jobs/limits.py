@@ -48,10 +48,30 @@ class InvalidInput(InvalidParams):
     """An input outside Errand's bounds; nothing was changed."""
 
 
-def text(name: str, value: str, limit: int = MAX_NAME) -> str:
-    """``value`` if it is at most ``limit`` characters and holds no NUL; else InvalidInput."""
+def _surrogate(name: str, value: str, exc: UnicodeEncodeError) -> InvalidInput:
+    """The refusal of text holding a lone surrogate (``\\ud800``): no character, so it
+    cannot be written as UTF-8 (to PostgreSQL, a file, Discord)."""
+    found = f"\\u{ord(value[exc.start]):04x}"
+    return InvalidInput(f"{name}: contains {found}, a lone surrogate, which is not text")
+
+
+def _not_text(name: str, value: str) -> InvalidInput | None:
+    """Why ``value`` cannot be stored as text (a NUL, a lone surrogate), or None."""
     if "\x00" in value:
-        raise InvalidInput(f"{name}: contains a NUL character")
+        return InvalidInput(f"{name}: contains a NUL character")
+    try:
+        value.encode()
+    except UnicodeEncodeError as exc:
+        return _surrogate(name, value, exc)
+    return None
+
+
+def text(name: str, value: str, limit: int = MAX_NAME) -> str:
+    """``value`` if it is at most ``limit`` characters of text (no NUL, no lone surrogate);
+    else InvalidInput."""
+    refused = _not_text(name, value)
+    if refused is not None:
+        raise refused
     if len(value) > limit:
         raise InvalidInput(f"{name}: too long ({len(value)} characters; at most {limit})")
     return value
@@ -75,8 +95,9 @@ def integer(name: str, value: int, low: int, high: int) -> int:
 
 def json_value(name: str, value: Any, max_bytes: int = MAX_PARAMS_BYTES) -> Any:
     """``value`` if it can be stored as ``jsonb`` within the bounds: nesting at most
-    :data:`MAX_DEPTH`, no NUL in any string or key, only finite numbers, at most ``max_bytes``
-    as JSON. Checked without recursion, so a hostile depth cannot crash the check itself."""
+    :data:`MAX_DEPTH`, no NUL or lone surrogate in any string or key, only finite numbers, at
+    most ``max_bytes`` as JSON. Checked without recursion, so a hostile depth cannot crash the
+    check itself."""
     size = 0
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
@@ -88,8 +109,9 @@ def json_value(name: str, value: Any, max_bytes: int = MAX_PARAMS_BYTES) -> Any:
                 for key, inner in item.items():
                     if not isinstance(key, str):
                         raise InvalidInput(f"{name}: object keys must be text")
-                    if "\x00" in key:
-                        raise InvalidInput(f"{name}: contains a NUL character")
+                    refused = _not_text(name, key)
+                    if refused is not None:
+                        raise refused
                     size += len(key) + 4
                     stack.append((inner, depth + 1))
             else:
@@ -98,7 +120,10 @@ def json_value(name: str, value: Any, max_bytes: int = MAX_PARAMS_BYTES) -> Any:
         elif isinstance(item, str):
             if "\x00" in item:
                 raise InvalidInput(f"{name}: contains a NUL character")
-            size += len(item.encode()) + 2
+            try:
+                size += len(item.encode()) + 2
+            except UnicodeEncodeError as exc:
+                raise _surrogate(name, item, exc) from None
         elif isinstance(item, float):
             if not math.isfinite(item):
                 raise InvalidInput(f"{name}: numbers must be finite, not {item}")

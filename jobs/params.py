@@ -29,8 +29,9 @@ def parse_params(pairs: Iterable[str], *, name: str = "--param") -> dict[str, An
         name: what the pairs are called where they were typed, for the messages.
 
     Raises:
-        InvalidInput: a pair without a name or ``=``, a number that is not finite, nesting
-            too deep, or parameters over the bounds; one line naming the pair.
+        InvalidInput: a pair without a name or ``=``, a name given twice, a number that is
+            not finite, nesting too deep, text that is not text (a NUL, a lone surrogate), or
+            parameters over the bounds; one line naming the pair.
     """
     params: dict[str, Any] = {}
     for pair in pairs:
@@ -39,6 +40,8 @@ def parse_params(pairs: Iterable[str], *, name: str = "--param") -> dict[str, An
         if not sep or not key:
             raise InvalidInput(f"bad {name} {pair[:40]!r}: expected key=value")
         limits.text(f"{name} name", key)
+        if key in params:  # the last one would win silently: say so instead
+            raise InvalidInput(f"bad {name} {key}: given twice; give it once")
         try:
             params[key] = json.loads(raw, parse_constant=_refuse_constant)
         except json.JSONDecodeError:

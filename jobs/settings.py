@@ -53,6 +53,11 @@ class WorkerSettings(BaseSettings):
     # Retries wait base * 2**(attempt-1) seconds with full jitter, at most retry_cap_seconds.
     retry_base_seconds: float = Field(default=1.0, ge=0)
     retry_cap_seconds: float = Field(default=300.0, ge=0)
+    # The claim's fair share (docs/state-machine.md, "The claim's order"), the same on every
+    # worker: how many jobs one requester may have running across the fleet (unset: no cap),
+    # and whether origin groups (Discord servers) share the slots before their requesters do.
+    running_per_requester: int | None = Field(default=None, ge=1)
+    fair_by_group: bool = True
     # How long a handler waits for an answer or a message in its worker before it parks (the job
     # waits without a worker slot); a sleep longer than this parks at once. 0: park at once.
     park_after_seconds: float = Field(default=30.0, ge=0)
@@ -106,6 +111,12 @@ class AgentSettings(BaseSettings):
     api_key: SecretStr | None = None
     timeout_seconds: float = Field(default=120.0, gt=0)
     max_retries: int = Field(default=2, ge=0)
+    # The provider's limits, shared by every worker through PostgreSQL (unset: none): a job
+    # that would exceed one waits for it, visibly, without failing or using up an attempt.
+    requests_per_minute: int | None = Field(default=None, ge=1)
+    tokens_per_minute: int | None = Field(default=None, ge=1)
+    # The length of those "minutes" in seconds (a provider counting otherwise; tests).
+    rate_window_seconds: float = Field(default=60.0, gt=0)
 
     OPENAI_URL: ClassVar[str] = "https://api.openai.com/v1"
 

@@ -2,8 +2,8 @@
 
 - The job and its rows: the store (submit, cancel, resolve, status), its views, states and
   actors, ids as people type them, and the refusals a caller maps to messages.
-- What a person types for a job (:data:`TASK_FIELDS`, :func:`parse_params`), read the same as
-  the CLI reads it.
+- What a person types for a job (:data:`TASK_FIELDS`, :func:`parse_params`, :func:`when`), read
+  the same as the CLI reads it.
 - The outbox of notices a transport delivers.
 - The process: :class:`Process` assembles a long-running process (engine, worker, health, the
   transport's parts, the exit path) from settings; :func:`build_cli` and :func:`run_cli` make
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from jobs.secrets import register as register_secret
     from jobs.secrets import scrub
     from jobs.settings import Settings
+    from jobs.when import when
 
 if not TYPE_CHECKING:
     __getattr__, __dir__, __all__ = exports(globals())

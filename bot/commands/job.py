@@ -115,7 +115,7 @@ async def _status(interaction: discord.Interaction[Any], job_id: str | None) -> 
     job = await visible(interaction, job_id)
     if job is None:
         return NO_SUCH_JOB if job_id else NO_JOB_HERE
-    status = await host.store.status(job.public_id)
+    status = await host.store.status_in_line(job.public_id)
     binding = await sql.fetchrow(host.pool, "binding_get", job_id=job.id)
     deliveries = await host.outbox.notices(job.id)
     return render.status_page(
@@ -138,7 +138,7 @@ async def _cancel(
     elif await may_moderate(interaction, job):
         actor = Actor.OPERATOR
     else:
-        return (f"Only the requester or a moderator can cancel job `{job.public_id}`.", None)
+        return (render.NOT_YOURS.format(id=job.public_id), None)
     why = render.code(reason, 200) if reason and reason.strip() else None
     try:
         result = await host_of(interaction).store.cancel(
@@ -202,7 +202,7 @@ async def _tell(interaction: discord.Interaction[Any], job_id: str | None, text:
     elif await may_moderate(interaction, job):
         actor = Actor.OPERATOR
     else:
-        return f"Only the requester or a moderator can tell job `{job.public_id}` something."
+        return f"Only the requester or an operator can tell job `{job.public_id}` something."
     try:
         told = await host_of(interaction).store.tell(
             job.public_id,

@@ -22,6 +22,7 @@ from bot.commands.shared import (
     group_of,
     host_of,
     in_time,
+    is_operator,
     reply,
     requester_of,
 )
@@ -30,6 +31,7 @@ from bot.render import NO_PINGS
 from bot.settings import agent_configured
 from jobs import ErrandError
 from jobs.transport import TASK_FIELDS, Registry, get_logger, parse_params
+from jobs.transport import when as parse_when
 
 log = get_logger("bot.commands")
 
@@ -37,6 +39,16 @@ log = get_logger("bot.commands")
 # none. Still accepted when typed: workers elsewhere may hold the model settings, and a worker
 # without them fails the job at once saying what to set.
 NEEDS_MODEL = frozenset({"agent"})
+
+MAX_WHEN = 100
+MAX_ZONE = 64
+
+
+def is_text(value: str) -> bool:
+    """Whether ``value`` can be stored and shown: no NUL, no lone surrogate (``\\ud800``, which
+    a gateway payload's JSON can carry; no database or message can). The engine refuses both
+    too (jobs.limits); checked here first to name the option."""
+    return "\x00" not in value and not any("\ud800" <= c <= "\udfff" for c in value)
 
 
 def summon_params(text: str) -> dict[str, Any]:
@@ -65,25 +77,39 @@ def summon_params(text: str) -> dict[str, Any]:
     task="What to do",
     kind="Which kind of job (default: the server's)",
     params="Extra parameters, e.g. steps=3",
+    when='Start later: "in 2h", "09:00" or a date and time like 2026-12-24T18:00',
+    timezone="Read when in this timezone, e.g. Europe/Berlin (default UTC)",
+    priority="Operators: run before (or after) others' jobs",
+)
+@app_commands.choices(
+    priority=[
+        app_commands.Choice(name="urgent", value=10),
+        app_commands.Choice(name="high", value=5),
+        app_commands.Choice(name="normal", value=0),
+        app_commands.Choice(name="low", value=-5),
+    ]
 )
 async def summon(
     interaction: discord.Interaction[Any],
     task: app_commands.Range[str, None, MAX_TASK],
     kind: str | None = None,
     params: app_commands.Range[str, None, MAX_PARAMS] | None = None,
+    when: app_commands.Range[str, None, MAX_WHEN] | None = None,
+    timezone: app_commands.Range[str, None, MAX_ZONE] | None = None,
+    priority: int | None = None,
 ) -> None:
     """Validate, submit with the interaction id as idempotency key, answer with the id."""
     host = host_of(interaction)
     task = task.strip()
     kind_name = (kind or "").strip() or host.settings.resolved_default_kind()
     if not task:
-        await reply(interaction, "Say what to do: `/summon task:...`.")
+        await reply(interaction, render.EMPTY_TASK)
         return
     if len(task) > MAX_TASK:
         await reply(interaction, f"The task is too long (at most {MAX_TASK} characters).")
         return
-    if "\x00" in task or "\x00" in (params or ""):
-        await reply(interaction, "The task or params contain a NUL character; remove it.")
+    if not is_text(task) or not is_text(params or ""):
+        await reply(interaction, render.NOT_TEXT)
         return
     refusal = authz.summon_refusal(interaction)
     if refusal is not None:
@@ -98,7 +124,24 @@ async def summon(
     except (ValueError, ErrandError) as exc:
         await reply(interaction, str(exc))
         return
+    if priority is not None and not is_operator(interaction):
+        await reply(interaction, "Only operators can set a priority.")
+        return
+    run_at = None
+    if when is not None or timezone is not None:
+        try:
+            run_at = parse_when(when or "", tz=timezone) if when else None
+            if when is None:
+                raise ValueError("timezone goes with when: say when to start")
+        except ValueError as exc:
+            await reply(interaction, render.code(str(exc), 300))
+            return
     spec = host.registry.get(kind_name)
+    foreign = [k for k in values if k not in spec.params.model_fields]
+    owner = next((k for k in kinds_with(host.registry, foreign) if k != kind_name), None)
+    if foreign and owner is not None:  # params meant for another kind, e.g. demo's steps
+        await reply(interaction, render.params_of_another_kind(kind_name, foreign, owner))
+        return
     field = next((f for f in TASK_FIELDS if f in spec.params.model_fields), None)
     if field is not None:
         values.setdefault(field, task)
@@ -126,6 +169,8 @@ async def summon(
         origin=origin,
         origin_group=group_of(interaction),
         idempotency_key=f"{TRANSPORT}:{interaction.id}",
+        priority=priority,
+        run_at=run_at,
     )
     try:
         job, _created = await in_time(interaction, submit, ephemeral=False)
@@ -133,7 +178,8 @@ async def summon(
         await reply(interaction, render.code(str(exc), 400))
         return
     deferred = interaction.response.is_done()
-    answer = render.answer(job.public_id, job.kind, job.state, channel_type)
+    due = job.run_at if run_at is not None else None
+    answer = render.answer(job.public_id, job.kind, job.state, channel_type, due=due)
     anchor: int | None
     if deferred:
         # The first follow-up of a deferred answer becomes the answer message.
@@ -161,6 +207,15 @@ async def summon(
     if not deferred:  # a deferred answer is a follow-up: delivery's fallback edits it
         host.delivery.remember_answer(job.id, job.public_id, interaction, channel_type)
     host.delivery.poke(job.id, job.public_id)
+
+
+def kinds_with(registry: Registry, params: list[str]) -> list[str]:
+    """The kinds offered here that take every one of ``params``."""
+    return [
+        name
+        for name in offered_kinds(registry)
+        if all(p in registry.get(name).params.model_fields for p in params)
+    ]
 
 
 def offered_kinds(registry: Registry) -> list[str]:

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from datetime import datetime
 from typing import Any
 
 import asyncpg
 import discord
 
+from bot import render
 from bot.delivery.answer import Answers
 from bot.delivery.bindings import Bindings
 from bot.delivery.discord_io import Turns
@@ -63,6 +65,9 @@ class Delivery:
         self._listener: asyncpg.Connection | None = None
         self._lookups: set[asyncio.Task[None]] = set()
         self._stopped = asyncio.Event()  # set once by stop(): nothing new starts after it
+        # The silent jobs shown so far, by job id (public id, last heartbeat): each is poked
+        # once per silence (a worker heard from again and silent anew is a new silence).
+        self._silent: dict[int, tuple[str, datetime]] = {}
         self.stats = {"edits": 0, "posts": 0, "notices": 0, "failures": 0}
         self.turns = Turns(settings.request_rate())
         self.bindings = Bindings(self.pool)
@@ -133,6 +138,7 @@ class Delivery:
             try:
                 for due in await self.outbox.due_jobs(500):
                     self.poke(due.job_id, due.public_id)
+                await self._show_silent()
             except Exception as exc:
                 # No error ends the delivery loop: an outage (any of UNAVAILABLE, e.g. asyncpg's
                 # "another operation is in progress" after a restart) is retried next round.
@@ -143,6 +149,24 @@ class Delivery:
                 )
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), self.settings.delivery_poll_seconds)
+
+    async def _show_silent(self) -> None:
+        """Re-render the jobs whose worker went silent (a SIGKILL, a lost host): nothing else
+        wakes them until the reaper acts, a lease later, and until then their progress message
+        would show them running as if all were well (bot.render.silent_since). Each silence is
+        shown once; a job that is no longer silent (heard from again, or ended) is rendered
+        once more, so the warning does not outlive it."""
+        silent = await self.outbox.silent_jobs(render.SILENT_AFTER.total_seconds())
+        shown, self._silent = (
+            self._silent,
+            {s.job_id: (s.public_id, s.heartbeat_at) for s in silent},
+        )
+        for job_id, (public_id, heard) in self._silent.items():
+            if shown.get(job_id, (public_id, None))[1] != heard:
+                self.poke(job_id, public_id)
+        for job_id, (public_id, _) in shown.items():
+            if job_id not in self._silent:
+                self.poke(job_id, public_id)
 
     async def _listen(self) -> None:
         if self._listener is not None and not self._listener.is_closed():

@@ -140,8 +140,8 @@ def parse(
 
     Raises:
         CommandLineError: unknown command, subcommand or option, a repeated option, a missing
-            required option, a string outside its declared length (Discord's client refuses it
-            before sending) or a value that is not a boolean where one is expected.
+            (or empty) required option, a string outside its declared length (Discord's client
+            refuses it before sending) or a value that is not a boolean where one is expected.
     """
     path, node, rest = _split_path(text, commands)
     schema = {o["name"]: o for o in node.get("options") or []}
@@ -154,7 +154,12 @@ def parse(
             name = free[0]
         if name in options:
             raise CommandLineError(f"option {name}: given twice")
-        options[name] = _convert(schema[name], _unquote(raw), lookup or {})
+        value = _unquote(raw)
+        if not value.strip():
+            # Discord's client sends no empty value: a required option stays missing (below),
+            # an optional one is simply not given.
+            continue
+        options[name] = _convert(schema[name], value, lookup or {})
         _check_length(schema[name], options[name])
     missing = [n for n, o in schema.items() if o.get("required") and n not in options]
     if missing:

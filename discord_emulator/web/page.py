@@ -17,6 +17,7 @@ from typing import Any
 from aiohttp import web
 
 from discord_emulator.control import CONTROL_KEY, Control
+from discord_emulator.control_http import json_body
 from discord_emulator.interaction_builder import InteractionBuilder
 from discord_emulator.models import DM, FLAG_LOADING, FORUM, SENT_TYPES, TEXT, Channel, Message
 
@@ -251,7 +252,7 @@ def typed_mentions(emu: Control, text: str) -> str:
 async def send(request: web.Request) -> web.Response:
     """Send the composer's text as ``user_id`` in ``channel_id``: a slash command or a message."""
     emu = _emu(request)
-    body = await request.json()
+    body = await json_body(request)
     try:
         user_id, channel_id = int(body["user_id"]), int(body["channel_id"])
         channel = emu.state.channels[channel_id]

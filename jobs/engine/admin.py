@@ -28,6 +28,10 @@ class Gauges:
     queue_lag_seconds: float = 0.0
     outbox: dict[str, int] = field(default_factory=dict)  # pending, dead
     outbox_oldest_pending_seconds: float = 0.0
+    # (kind, priority, "due" or "later") -> queued jobs
+    queue_depth: dict[tuple[str, int, str], int] = field(default_factory=dict)
+    # (kind, why) -> due jobs held back: "paused", "at its limit", "at its start rate"
+    throttled: dict[tuple[str, str], int] = field(default_factory=dict)
 
 
 async def read_gauges(pool: asyncpg.Pool, within: float) -> Gauges:
@@ -42,6 +46,24 @@ async def read_gauges(pool: asyncpg.Pool, within: float) -> Gauges:
         for r in await _SQL.fetch(conn, "job_count_by_state_kind"):
             out.jobs[(r["state"], r["kind"])] = r["count"]
         out.queue_lag_seconds = float(await _SQL.fetchval(conn, "job_queue_lag"))
+        for r in await _SQL.fetch(conn, "job_queue_depth"):
+            out.queue_depth[(r["kind"], r["priority"], "due")] = r["due"]
+            out.queue_depth[(r["kind"], r["priority"], "later")] = r["later"]
+        for r in await _SQL.fetch(conn, "kind_lines", kinds=[]):
+            # The operator's rules (a kind's own cap is declared in code the scraper may not
+            # load): a paused kind, or one at the limit or start rate set with errand kind.
+            rate = r["starts_per_minute"]
+            why = (
+                "paused"
+                if r["paused"]
+                else "at its limit"
+                if r["concurrency"] is not None and r["running"] >= r["concurrency"]
+                else "at its start rate"
+                if rate is not None and r["started_last_minute"] >= rate
+                else None
+            )
+            if why is not None and r["queued"]:
+                out.throttled[(r["kind"], why)] = r["queued"]
         row = await _SQL.fetchrow(conn, "notice_counts")
         assert row is not None
         out.outbox = {"pending": row["pending"], "dead": row["dead"]}

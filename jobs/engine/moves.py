@@ -113,6 +113,8 @@ class Moved:
     kind: str | None = None
     since_due: timedelta | None = None
     """How long the job had been due when it moved (for a claim: its wait to start)."""
+    raced: bool = False
+    """Not moved because a claim committed under the statement: move it again in a new one."""
 
     @property
     def ok(self) -> bool:

@@ -81,6 +81,10 @@ class Notice:
     """A question's notice (claimed in a round): the question as it is now, with its answer."""
     question_shown_as: str | None = None
     """What the transport made of the question (the message an earlier notice posted)."""
+    by: str | None = None
+    """Who asked for the transition, where a request records them (a resolve: ``discord:42``)."""
+    note: str | None = None
+    """What they wrote, where a request records it (a resolve's note)."""
 
     @classmethod
     def from_record(cls, r: asyncpg.Record, prefix: str = "") -> Notice:
@@ -101,6 +105,8 @@ class Notice:
             external_id=r[f"{prefix}external_id"],
             due_at=r[f"{prefix}notice_at"],
             lease_token=r[f"{prefix}lease_token"],
+            by=r[f"{prefix}by"],
+            note=r[f"{prefix}note"],
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -161,6 +167,14 @@ class NoticeRound:
         )
 
 
+class SilentJob(NamedTuple):
+    """A live job whose worker has not been heard from for a while, and since when."""
+
+    job_id: int
+    public_id: str
+    heartbeat_at: datetime
+
+
 def _notice_of(r: asyncpg.Record) -> Notice:
     """A leased notice in a ``notice_round`` row, with its question when it is about one."""
     notice = Notice.from_record(r, "n_")
@@ -212,18 +226,23 @@ class Outbox:
         self.max_attempts = max_attempts
         self.retry_base_seconds = retry_base_seconds
 
+    def _mine(self) -> dict[str, Any]:
+        """The named parameters that pick this transport's jobs (sharded: its partitions')."""
+        count, ids = self.partition or (0, ())
+        return {"transport": self.transport, "partitions": count, "mine": list(ids)}
+
     async def due_jobs(self, limit: int = 100) -> list[DueJob]:
         """Jobs of this transport with notices due now, oldest first."""
-        count, ids = self.partition or (0, ())
-        rows = await _SQL.fetch(
-            self.pool,
-            "notice_due_jobs",
-            transport=self.transport,
-            limit=limit,
-            partitions=count,
-            mine=list(ids),
-        )
+        rows = await _SQL.fetch(self.pool, "notice_due_jobs", limit=limit, **self._mine())
         return [DueJob(r["job_id"], r["public_id"]) for r in rows]
+
+    async def silent_jobs(self, seconds: float, limit: int = 100) -> list[SilentJob]:
+        """Live jobs of this transport whose worker was last heard from more than ``seconds``
+        ago, longest silent first (what they show may say so before the reaper acts)."""
+        rows = await _SQL.fetch(
+            self.pool, "job_silent", seconds=seconds, limit=limit, **self._mine()
+        )
+        return [SilentJob(r["job_id"], r["public_id"], r["heartbeat_at"]) for r in rows]
 
     async def claim(self, job_id: int) -> NoticeRound:
         """Lease a job's pending notices, in order, and read the job as it is now, in one

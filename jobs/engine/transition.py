@@ -18,6 +18,7 @@ from typing import Any
 
 from jobs.engine import observe
 from jobs.engine.db import Conn
+from jobs.engine.line import Fairness, KindCaps
 from jobs.engine.moves import CancelRequest, Moved, Policy, Row
 from jobs.engine.queries import engine_queries
 from jobs.engine.state import Actor, State, check_moves
@@ -36,8 +37,8 @@ async def transition(
     """Move ``rows`` along ``policy``, atomically, and say which moved.
 
     Args:
-        conn: a connection; the statement is atomic on its own, callers may wrap a transaction
-            (and must lock the rows first when a claim may race them, see ``cancel``).
+        conn: a connection; the statement is atomic on its own, callers may wrap a transaction.
+            A row a claim raced comes back :attr:`~jobs.engine.moves.Moved.raced`, not moved.
         policy: who moves the jobs, along which edges, under which fence.
         rows: the jobs, with the writer's attempt, reason, result, error and next ``run_at``.
         cancel: who asked to stop the jobs and why (recorded once, on each job).
@@ -78,6 +79,7 @@ async def transition(
             public_id=r["public_id"],
             kind=r["kind"],
             since_due=r["since_due"],
+            raced=r["raced"],
         )
         for r in records
     ]
@@ -92,28 +94,47 @@ async def claim(
     limit: int,
     lease_seconds: float,
     kinds: Sequence[str] | None,
+    caps: Sequence[KindCaps] = (),
+    fairness: Fairness | None = None,
     waiting_pid: int | None = None,
     unlist_at: int = 0,
 ) -> list[Claim]:
-    """Claim up to ``limit`` due jobs for ``worker`` in one statement (``job_claim``).
+    """Claim up to ``limit`` due jobs for ``worker`` in one statement (``job_claim``), in the
+    claim's order (priority, fair share, due time) and within every limit that applies.
 
     The same rules as :func:`transition`: the move is in the table (checked here), its sources
     come from it (``{claimable}``), every moved job gets its event (a notice when it has an
     origin) in the statement that locks the jobs (``SKIP LOCKED``) and opens their attempts.
     Without BEGIN/COMMIT: one round trip from the claim to the rows to dispatch. The worker's
     row in ``worker_waiting`` (``waiting_pid``) goes when at least ``unlist_at`` jobs moved.
+
+    Args:
+        kinds: the kinds this worker runs (None: any); ``caps``: what some of them declare.
+        fairness: the fleet's rules between requesters (default: by group, no cap).
     """
     check_moves(Actor.WORKER, {State.QUEUED: State.RUNNING})
+    fair = fairness or Fairness()
+    names = list(kinds) if kinds is not None else None
+    declared = {c.kind: c for c in caps}
     records = await engine_queries().fetch(
         conn,
         "job_claim",
         worker=worker,
         lease_seconds=lease_seconds,
         limit=limit,
-        kinds=list(kinds) if kinds is not None else None,
+        kinds=names,
+        declared_caps=[_cap(declared, k, "concurrency") for k in names] if names else None,
+        declared_rates=[_cap(declared, k, "starts_per_minute") for k in names] if names else None,
+        per_requester=fair.running_per_requester,
+        by_group=fair.by_group,
         waiting_pid=waiting_pid,
         unlist_at=unlist_at,
     )
     claims = [Claim.from_record(r) for r in records]
     observe.claimed(claims)
     return claims
+
+
+def _cap(declared: dict[str, KindCaps], kind: str, field: str) -> int | None:
+    found = declared.get(kind)
+    return getattr(found, field) if found is not None else None

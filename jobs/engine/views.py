@@ -9,8 +9,9 @@ from typing import Any
 
 import asyncpg
 
+from jobs.engine.line import Place
 from jobs.engine.mail import Message, Question
-from jobs.engine.state import State
+from jobs.engine.state import LIVE, State
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -38,18 +39,27 @@ def _count(value: Any) -> str:
     return str(int(number)) if number.is_integer() else f"{number:g}"
 
 
-def progress_line(progress: dict[str, Any] | None) -> str | None:
-    """The progress a handler reported, as one line: ``Step 5 of 5 · counting``.
+def progress_line(progress: dict[str, Any] | None, *, running: bool = True) -> str | None:
+    """The progress a handler reported, as one line: ``Step 5 of 5 · counting`` while its
+    attempt runs, ``5 of 5 steps done`` once it stopped.
 
     ``done`` counts finished units (the bar reaches 100 % when the last one ends); the unit is
-    ``step`` unless the handler named another (``command`` counts lines). None before the
-    first report. Shared by the CLI, Discord and the sandbox page, so they never disagree.
+    ``step`` unless the handler named another (``command`` counts lines). The handler's note
+    is what it was doing ("counting"): once no attempt runs (``running`` False: the job
+    ended, sits unknown or waits for another attempt) it is no longer true, and is left out.
+    None before the first report. Shared by the CLI, Discord and the sandbox page, so they
+    never disagree.
     """
     if not progress or progress.get("done") is None:
         return None
-    unit = str(progress.get("unit") or "step").capitalize()
+    unit = str(progress.get("unit") or "step")
     total = progress.get("total")
-    line = f"{unit} {_count(progress['done'])}"
+    done = _count(progress["done"])
+    if not running:
+        counted = total if total else progress["done"]
+        units = unit if float(counted) == 1 else f"{unit}s"
+        return f"{done} of {_count(total)} {units} done" if total else f"{done} {units}"
+    line = f"{unit.capitalize()} {done}"
     if total:
         line += f" of {_count(total)}"
     note = " ".join(str(progress.get("note") or "").split())
@@ -88,6 +98,14 @@ class JobView:
     # Attempts that used up one of max_attempts (handler failures, counted crashes); a release
     # on shutdown, a lease lost in an outage or an ordinary crash is an attempt, not a failure.
     failures: int = 0
+    # -10 to 10, higher first (docs/state-machine.md, "The claim's order").
+    priority: int = 0
+    # Read from its attempts (job_run_time, migration 0015) by the statements that show one job
+    # (job_get, notice_round); None from those that list jobs.
+    run_seconds: float | None = None
+    """How long its attempts ran: its run time, without the waits its wall time counts."""
+    heartbeat_at: datetime | None = None
+    """When the worker of its current attempt was last heard from (None: no attempt holds it)."""
     # The job's last park (docs/state-machine.md, "Waiting"): what it waits for while waiting
     # ("question", "message", "time"), the question's key and words, until when, since when.
     wait_for: str | None = None
@@ -100,6 +118,7 @@ class JobView:
     def from_record(cls, r: Any) -> JobView:
         values = {k: r[k] for k in _JOB_COLUMNS}
         values["state"] = State(values["state"])
+        values.update({k: r.get(k) for k in _RUN_FIELDS})
         return cls(**values)
 
     @property
@@ -109,8 +128,9 @@ class JobView:
 
     @property
     def progress_line(self) -> str | None:
-        """The one progress line of every transport ("Step 5 of 5 · counting"), or None."""
-        return progress_line(self.progress)
+        """The one progress line of every transport ("Step 5 of 5 · counting" while an
+        attempt runs, "5 of 5 steps done" once none does), or None."""
+        return progress_line(self.progress, running=self.state in LIVE)
 
     @property
     def waiting(self) -> dict[str, Any] | None:
@@ -139,6 +159,7 @@ class JobView:
             "attempts": self.attempts,
             "failures": self.failures,
             "max_attempts": self.max_attempts,
+            "priority": self.priority,
             "progress": self.progress,
             "progress_line": self.progress_line,
             "waiting": self.waiting,
@@ -154,8 +175,10 @@ class JobView:
         }
 
 
-_JOB_COLUMNS = tuple(JobView.__dataclass_fields__)
-"""The job table's columns a :class:`JobView` holds (every field)."""
+_RUN_FIELDS = ("run_seconds", "heartbeat_at")
+"""What a :class:`JobView` reads from the job's attempts, where its statement does."""
+_JOB_COLUMNS = tuple(k for k in JobView.__dataclass_fields__ if k not in _RUN_FIELDS)
+"""The job table's columns a :class:`JobView` holds (every other field)."""
 
 
 @dataclass(frozen=True)
@@ -239,12 +262,15 @@ class JobStatus:
     # The runtime's record: steps (name, usage, outcome) and assets (what is left behind).
     steps: list[dict[str, Any]] = field(default_factory=list)
     assets: list[dict[str, Any]] = field(default_factory=list)
+    # Where a queued job stands in its kind's line (None when it is not queued).
+    place: Place | None = None
     # Its conversation: the questions it asked and its mailbox.
     questions: list[Question] = field(default_factory=list)
     messages: list[Message] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         out = self.job.to_json()
+        out["place"] = self.place.to_json() if self.place else None
         out["attempt_history"] = [a.to_json() for a in self.attempts]
         out["events"] = [e.to_json() for e in self.events]
         out["steps"] = self.steps

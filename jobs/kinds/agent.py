@@ -203,7 +203,28 @@ class _Setup:
     model: str
     tools: dict[str, CommandSpec]
     completion: Any  # openai's ChatCompletion model
+    endpoint: str
+    timeout: float
+    unreachable: type[BaseException]  # openai's APIConnectionError (timeouts included)
+    settings: AgentSettings
     ask_user: bool = True
+
+
+def unreachable(setup: _Setup, exc: BaseException) -> JobFailed:
+    """The failure of a model call that never got an answer: which URL, and what to check
+    (openai's own message, "Connection error.", names neither)."""
+    where = scrub(setup.endpoint)  # a URL may carry a password
+    if "Timeout" in type(exc).__name__:
+        return JobFailed(
+            f"the model at {where} did not answer within {setup.timeout:g} s; check that it "
+            "is running and not overloaded, or raise ERRAND_AGENT_TIMEOUT_SECONDS"
+        )
+    cause = exc.__cause__ or exc.__context__
+    why = f" ({scrub(' '.join(str(cause).split()))[:200]})" if cause and str(cause) else ""
+    return JobFailed(
+        f"cannot reach the model at {where}{why}; check ERRAND_AGENT_BASE_URL and that the "
+        "server is running and reachable from the worker"
+    )
 
 
 _import_lock = threading.Lock()
@@ -246,7 +267,17 @@ def _setup(params: AgentParams) -> _Setup:
         max_retries=settings.max_retries,
     )
     completion = importlib.import_module("openai.types.chat").ChatCompletion
-    return _Setup(client, settings.model, tools, completion, params.ask_user)
+    return _Setup(
+        client,
+        settings.model,
+        tools,
+        completion,
+        settings.endpoint,
+        settings.timeout_seconds,
+        openai.APIConnectionError,
+        settings,
+        params.ask_user,
+    )
 
 
 async def _call_model(ctx: Context, meter: Meter, setup: _Setup, messages: list[Any]) -> Any:
@@ -262,6 +293,7 @@ async def _call_model(ctx: Context, meter: Meter, setup: _Setup, messages: list[
     if max_tokens is not None:
         request["max_tokens"] = max_tokens
     limit = None if max_tokens is None else REPLY_OVERHEAD + BYTES_PER_TOKEN * max_tokens
+    await _within_rates(ctx, setup.settings, request_tokens + (max_tokens or 0))
 
     async def fetch() -> bytes | None:
         api = setup.client.chat.completions.with_streaming_response
@@ -273,7 +305,10 @@ async def _call_model(ctx: Context, meter: Meter, setup: _Setup, messages: list[
                     return None  # longer than max_tokens allows: stop reading, close it
             return bytes(body)
 
-    body = await ctx.race(fetch())
+    try:
+        body = await ctx.race(fetch())
+    except setup.unreachable as exc:  # after the client's own retries (max_retries)
+        raise unreachable(setup, exc) from None
     if body is None:
         # The provider ignored max_tokens. Charge what it must at least have produced.
         assert max_tokens is not None
@@ -290,6 +325,28 @@ async def _call_model(ctx: Context, meter: Meter, setup: _Setup, messages: list[
         completion = estimate_tokens(message.content or "", json.dumps(calls) if calls else "")
         meter.tokens(request_tokens, completion, estimated=True)
     return message
+
+
+async def _within_rates(ctx: Context, settings: AgentSettings, tokens: int) -> None:
+    """Wait for the provider's budgets, shared by the fleet: the tokens this call may use (the
+    request and the most its reply may take), then one request."""
+    provider = settings.endpoint
+    window = settings.rate_window_seconds
+    if settings.tokens_per_minute is not None:
+        await ctx.within_rate(
+            f"model tokens {provider}",
+            settings.tokens_per_minute,
+            tokens,
+            what="the model's token rate",
+            window=window,
+        )
+    if settings.requests_per_minute is not None:
+        await ctx.within_rate(
+            f"model requests {provider}",
+            settings.requests_per_minute,
+            what="the model's request rate",
+            window=window,
+        )
 
 
 def _unanswered(messages: list[dict[str, Any]]) -> list[Any]:

@@ -1,14 +1,18 @@
 """The ``demo`` kind: the default for trying Errand. N steps of S seconds with progress, and on
-request a failure at step K or flakiness, to show budgets, failures and retries, or a question
-before a step (``ask``), to show a job that talks back without a model.
+request a failure at step K or flakiness, to show budgets, failures and retries, a question
+before a step (``ask``), to show a job that talks back without a model, or an outside action that
+cannot be looked up, to show ``unknown``.
 
 It checkpoints after every step (and once the question is answered), so an attempt that follows
 a shutdown, a crash, a flaky failure or a park resumes at the next step instead of starting
-again, and never asks twice.
+again, and never asks twice. The outside action (``effect_seconds``) is a guarded effect without
+a lookup: a worker stopped (Ctrl-C) or killed while it runs leaves its outcome in doubt, and the
+job ends ``unknown`` for a person to resolve (docs/sandbox.md, "Make an unknown job").
 """
 
 from __future__ import annotations
 
+import asyncio
 import random
 from typing import Any
 
@@ -70,6 +74,13 @@ class DemoParams(BaseModel):
             )
         return value
 
+    effect_seconds: float = Field(
+        default=0,
+        ge=0,
+        le=3600,
+        description="Then an outside action of N s that cannot be looked up (stop it: unknown)",
+    )
+
 
 @kind("demo", params=DemoParams, retry_safe=True, max_attempts=3)
 async def demo(ctx: Context, params: DemoParams) -> dict[str, Any]:
@@ -106,4 +117,14 @@ async def demo(ctx: Context, params: DemoParams) -> dict[str, Any]:
     result: dict[str, Any] = {"steps": params.steps, "attempt": ctx.attempt}
     if "answer" in state:
         result |= {"answer": state["answer"], "answered_by": state["answered_by"]}
-    return result
+    if not params.effect_seconds:
+        return result
+
+    async def send() -> dict[str, Any]:
+        # Deaf to a stop on purpose, like a payment on its way: only the process's end cuts it.
+        await asyncio.sleep(params.effect_seconds)
+        return {"sent": True}
+
+    await ctx.progress(params.steps, params.steps, "sending (an outside action, no lookup)")
+    sent: dict[str, Any] = await ctx.effect("send", send)  # no lookup: unknown if cut off
+    return result | sent

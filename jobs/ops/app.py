@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import asyncpg
 
-from jobs.engine.db import create_pool, resolve_dsn, ride_out
+from jobs.engine.db import claim_pool, create_pool, resolve_dsn, ride_out
 from jobs.engine.migrate import migrate
 from jobs.engine.store import JobStore, Quotas
 from jobs.secrets import register_settings
@@ -56,8 +56,10 @@ async def open_engine(
     registry: Registry | None = None,
     pool_max: int | None = None,
     wait: float = STARTUP_WAIT_SECONDS,
+    claims: bool = False,
 ) -> AsyncIterator[Engine]:
-    """Start (or join) the database, apply migrations and yield the engine."""
+    """Start (or join) the database, apply migrations and yield the engine; with ``claims``,
+    its store claims on connections of their own (:func:`jobs.engine.db.claim_pool`)."""
     register_settings(settings)  # secrets are masked by value from here on
     dsn = resolve_dsn(settings.db)
     # A process started while PostgreSQL restarts (a deploy during maintenance) waits for it
@@ -69,6 +71,7 @@ async def open_engine(
         ),
         within=wait,
     )
+    claiming: asyncpg.Pool | None = None
     try:
         applied: list[str] = []  # across ride_out's retries: each name once it has committed
 
@@ -82,6 +85,11 @@ async def open_engine(
 
             registry = default_registry(settings.extra_kinds)
         quotas = Quotas(settings.quota.per_requester, settings.quota.per_group)
-        yield Engine(dsn, pool, registry, JobStore(pool, registry, quotas=quotas), applied)
+        if claims:
+            claiming = await ride_out("connect", lambda: claim_pool(dsn), within=wait)
+        store = JobStore(pool, registry, quotas=quotas, claims=claiming)
+        yield Engine(dsn, pool, registry, store, applied)
     finally:
+        if claiming is not None:
+            await claiming.close()
         await pool.close()

@@ -123,7 +123,7 @@ async def timeline(store: JobStore, public_id: str) -> Timeline:
             Entry(
                 datetime.fromisoformat(st["started_at"]),
                 "step",
-                f"step {st['number']} {st['name']} started",
+                f"{st['name']} started",  # its name says which ("step 3", "model 2")
             )
         )
         if st["ended_at"]:
@@ -131,8 +131,7 @@ async def timeline(store: JobStore, public_id: str) -> Timeline:
                 Entry(
                     datetime.fromisoformat(st["ended_at"]),
                     "step",
-                    f"step {st['number']} {st['name']}: {st['outcome']}"
-                    + (f" ({st['error']})" if st["error"] else ""),
+                    f"{st['name']}: {st['outcome']}" + (f" ({st['error']})" if st["error"] else ""),
                 )
             )
     for e in effects:

@@ -202,6 +202,22 @@ class DatabaseCollector(Collector):
         )
         lag.add_metric([], snap.queue_lag_seconds)
         yield lag
+        depth = GaugeMetricFamily(
+            "errand_queue_depth",
+            "Queued jobs by kind and priority: due now (due) or put off (later).",
+            labels=["kind", "priority", "when"],
+        )
+        for (kind, priority, when), count in sorted(snap.queue_depth.items()):
+            depth.add_metric([kind, str(priority), when], float(count))
+        yield depth
+        throttled = GaugeMetricFamily(
+            "errand_jobs_throttled",
+            "Due queued jobs held back by their kind's pause, limit or start rate.",
+            labels=["kind", "why"],
+        )
+        for (kind, why), count in sorted(snap.throttled.items()):
+            throttled.add_metric([kind, why], float(count))
+        yield throttled
         outbox = GaugeMetricFamily(
             "errand_outbox_notices",
             "Undelivered outbox notices: pending (to be delivered) and dead (dead-lettered).",

@@ -25,6 +25,7 @@ from jobs.logs import get_logger
 from jobs.ops.app import Engine, load_settings, open_engine
 from jobs.runtime.budget import Budget
 from jobs.runtime.shutdown import EXIT_WITHIN_SECONDS
+from jobs.runtime.ticker import run_ticker
 from jobs.runtime.worker import Worker
 from jobs.tasks import supervise
 
@@ -102,7 +103,9 @@ class Process:
         """
         self.stop, self.hard = stop_on_signals(self.announce)
         settings = self.settings
-        async with open_engine(settings, pool_max=settings.db.pool_max) as engine:
+        async with open_engine(
+            settings, pool_max=settings.db.pool_max, claims=self.with_worker
+        ) as engine:
             self._engine = engine
             tasks: dict[str, asyncio.Future[None]] = {}
             worker: Worker | None = None
@@ -114,6 +117,10 @@ class Process:
                     tasks["worker"] = asyncio.create_task(run, name="worker")
                 for name, part in self.parts.items():
                     tasks[name] = asyncio.ensure_future(part(self))
+                # Every process ticks the schedules, so they tick while any one is up.
+                tasks["ticker"] = asyncio.create_task(
+                    run_ticker(engine.store, self.stop), name="ticker"
+                )
                 # What is loaded by now lives as long as the process: keep it out of the
                 # collector's full passes, which would walk all of it and pause the event loop
                 # for milliseconds, in the middle of a claim.

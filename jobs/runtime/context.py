@@ -70,6 +70,7 @@ class Context(Attempt):
         """What the last ``await ctx.checkpoint(state)`` of an earlier attempt saved; None on a
         fresh start. A handler resumes from it (see docs/kinds.md, "Resuming")."""
         self._progress: dict[str, Any] | None = None
+        self._shown: dict[str, Any] | None = None  # the last progress reported
         self._progress_written_at = 0.0
         self._progress_task: asyncio.Task[None] | None = None
         self.budget = budget or Budget()
@@ -188,6 +189,33 @@ class Context(Attempt):
         None when none came in time."""
         return await self.waits.wait_for_message(timeout)
 
+    async def within_rate(
+        self, scope: str, per_minute: int, amount: int = 1, *, what: str, window: float = 60.0
+    ) -> float:
+        """Take ``amount`` from the fleet's budget ``scope`` of ``per_minute`` (in any
+        ``window`` seconds), waiting as long as it takes; the seconds waited.
+
+        The wait is visible (the job's progress note says what it waits for) and cancellable;
+        it does not fail the job nor use up an attempt.
+        """
+        waited = 0.0
+        while True:
+            wait = await self.write(
+                "rate", lambda: self.store.take_rate(scope, amount, per_minute, window)
+            )
+            if not wait:
+                return waited
+            self.log.info("job.rate_limited", scope=scope, wait=round(wait, 2))
+            shown = self._shown or {}
+            await self.progress(
+                shown.get("done", 0),
+                shown.get("total"),
+                f"waiting for {what} ({per_minute}/min), about {max(1, round(wait))} s",
+                unit=shown.get("unit", "step"),
+            )
+            await self.sleep(wait)
+            waited += wait
+
     async def progress(
         self, done: float, total: float | None = None, note: str = "", *, unit: str = "step"
     ) -> None:
@@ -198,7 +226,7 @@ class Context(Attempt):
         fenced by this attempt, and never go backwards: a report below the recorded ``done``
         (an attempt redoing work) is not shown until it catches up.
         """
-        self._progress = {
+        self._progress = self._shown = {
             "done": done,
             "total": total,
             "note": scrub(note),

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any, Concatenate, ParamSpec
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from jobs.engine.store import KindSpec
 from jobs.errors import InvalidParams, UnknownKind
@@ -47,16 +49,51 @@ class Kind(KindSpec):
         try:
             model = self.params.model_validate(raw)
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in err['loc']) or 'params'}: {err['msg']}"
-                for err in exc.errors()
-            )
+            fields = list(self.params.model_fields)
+            problems = "; ".join(problem(err, fields) for err in exc.errors())
             raise InvalidParams(f"invalid params for {self.name}: {problems}") from None
+        # Text such as "nan" or "1e999" becomes a float that is not finite where no bound
+        # catches it; stored, it would read back as null.
+        for name, value in model.model_dump().items():
+            if _not_finite(value):
+                raise InvalidParams(
+                    f"invalid params for {self.name}: {name}: must be a finite number"
+                )
         return model.model_dump(mode="json")
 
     def parse(self, stored: dict[str, Any]) -> BaseModel:
         """The parameter model for stored (already validated) params."""
         return self.params.model_validate(stored)
+
+
+def problem(err: ErrorDetails, fields: list[str]) -> str:
+    """One field's validation error as a person reads it: ``steps: no such parameter (this
+    kind's: ...)``, ``seconds: must be a finite number, not 'nan'``; never pydantic's own
+    prefixes ("Value error, ")."""
+    where = ".".join(str(p) for p in err["loc"]) or "params"
+    if err["type"] == "extra_forbidden" and len(err["loc"]) == 1:
+        return f"{where}: no such parameter (this kind's: {', '.join(fields) or 'none'})"
+    given = err.get("input")
+    if isinstance(given, str) and _reads_as_not_finite(given):
+        return f"{where}: must be a finite number, not {given!r}"
+    return f"{where}: {err['msg'].removeprefix('Value error, ')}"
+
+
+def _reads_as_not_finite(text: str) -> bool:
+    """Whether ``text`` reads as a number that is not finite ("nan", "-inf", "1e999")."""
+    try:
+        return not math.isfinite(float(text))
+    except ValueError:
+        return False
+
+
+def _not_finite(value: Any) -> bool:
+    """Whether ``value`` is, or holds (a nested model's fields), a float that is not finite."""
+    if isinstance(value, dict):
+        return any(_not_finite(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return any(_not_finite(v) for v in value)
+    return isinstance(value, float) and not math.isfinite(value)
 
 
 class Registry:

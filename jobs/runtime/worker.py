@@ -30,6 +30,7 @@ import asyncpg
 from jobs.engine import observe
 from jobs.engine.db import UNAVAILABLE, connect, is_unavailable
 from jobs.engine.ids import incarnation
+from jobs.engine.line import Fairness
 from jobs.engine.moves import Finish
 from jobs.engine.store import JobStore, ReaperWatch
 from jobs.engine.views import Claim
@@ -106,6 +107,7 @@ class Worker:
         self.left_to_reaper: list[str] = []
         """Of those, the jobs whose end could not be recorded: their leases expire and the
         reaper settles them."""
+        self._fairness = Fairness(settings.fair_by_group, settings.running_per_requester)
         self._statistics_checked = -STATISTICS_CHECK_SECONDS
         self._statistics: asyncio.Task[None] | None = None  # a background refresh, if any
         self.ready = asyncio.Event()
@@ -330,6 +332,7 @@ class Worker:
             limit=limit,
             lease_seconds=self.settings.lease_seconds,
             kinds=self.registry.names(),
+            fairness=self._fairness,
             waiting_pid=self._waiting_pid,
             unlist_at=0 if notified else free,
         )
@@ -443,8 +446,11 @@ class Worker:
                     continue
                 self._writing = []
                 failures = 0
-                # No wake-up here: each slot was freed, and the claim loop woken, when its job
-                # ended (``_run``); another claim now would come back empty.
+                # Each slot was freed, and the claim loop woken, when its job ended (``_run``);
+                # but that claim still counted these jobs as running, so a job held back by a
+                # fleet-wide limit (its kind's, its requester's) may start only now.
+                if self.settings.concurrency > len(self.running):
+                    self._wake.set()
 
     async def _finish_one_by_one(self, batch: list[Finish]) -> None:
         """Write a refused batch's outcomes one at a time, so one bad row costs only itself.

@@ -98,14 +98,14 @@ async def test_status_shows_the_task_progress_and_the_result_or_the_reason(
     lines = ran.out.splitlines()
     assert lines[0].split() == [failing["id"], "demo", "failed"]
     fields = dict(re.findall(r"^(\w+):\s+(.*)$", ran.out, re.M))
-    assert fields["progress"].startswith("Step 3 of 5")
+    assert fields["progress"] == "3 of 5 steps done"  # what it had done when it failed
     assert fields["reason"] == "failed at step 4 as asked (fail_at_step)"
     assert any(line.startswith("attempt 1 · ") for line in lines), lines
     assert json.loads(fields["params"])["steps"] == 5
 
     ran = await run_cli(cli_env, "job", "status", done["id"])
     fields = dict(re.findall(r"^(\w+):\s+(.*)$", ran.out, re.M))
-    assert fields["progress"].startswith("Step 2 of 2")
+    assert fields["progress"] == "2 of 2 steps done"
     assert json.loads(fields["result"]) == {"attempt": 1, "steps": 2}
 
     # A job asked in words (a prompt, a task or a text parameter) shows it as its task.

@@ -103,7 +103,7 @@ async def test_status_shows_one_progress_line_and_the_attempt_and_failure_counts
     run_errand: Callable[..., Awaitable[Any]],
     spawn_worker: SpawnWorker,
 ) -> None:
-    """The human and JSON status agree with Discord: "Step 3 of 3 · done" (never None) and
+    """The human and JSON status agree with Discord: "3 of 3 steps done" (never None) and
     "attempt 1 · 0 failures (max 3)"; --json carries failures and the same line."""
     await spawn_worker()
     job = await errand_json(
@@ -111,10 +111,11 @@ async def test_status_shows_one_progress_line_and_the_attempt_and_failure_counts
     )
     status = await _until_done(errand_json, job["id"], [])
     assert (status["state"], status["attempts"], status["failures"]) == ("succeeded", 1, 0)
-    assert status["progress_line"] == "Step 3 of 3 · done"
+    assert status["progress_line"] == "3 of 3 steps done"
     ran = await run_errand("job", "status", job["id"])
     assert ran.code == 0
     lines = ran.out.splitlines()
-    assert "progress: Step 3 of 3 · done" in lines
+    assert "progress: 3 of 3 steps done" in lines
+    assert any(line.startswith("run time ") and " · wall time " in line for line in lines)
     assert "attempt 1 · 0 failures (max 3)" in lines
     assert "None" not in ran.out

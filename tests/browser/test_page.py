@@ -85,13 +85,19 @@ def test_markdown_icons_live_times_and_the_answers_state(
     expect(content.locator("i")).to_have_count(0)
 
     job_id, answer = summon(
-        page, "/summon task:write **this** _plainly_ params:steps=3 step_seconds=2"
+        page, "/summon task:write **this** _plainly_ with `make` params:steps=3 step_seconds=2"
     )
     _, progress = open_thread(page, answer, job_id)
     expect(progress).to_contain_text("running", timeout=WAIT_MS)
     quote = progress.locator(".quote")
-    expect(quote).to_have_text("write **this** _plainly_")
-    assert "\\" not in quote.inner_text()
+    # The bot escapes the task's backticks ("\`make\`"), which Discord shows as backticks
+    # around plain text: no code span, no stray backslash (issue #32, item 3).
+    for width in (1280, 390):
+        page.set_viewport_size({"width": width, "height": 760})
+        expect(quote).to_have_text("write **this** _plainly_ with `make`")
+        expect(quote.locator("code")).to_have_count(0)
+        assert "\\" not in quote.inner_text()
+    page.set_viewport_size({"width": 1280, "height": 760})
     expect(progress.locator(f"svg.icon[aria-label='{RUNNING}']")).to_have_count(1)
     # Under the answer, the thread's newest message: the bot's progress, as it posts it.
     preview = answer.locator(".thread-preview")
@@ -171,6 +177,29 @@ def test_a_too_long_task_is_refused_before_sending_and_kept(
         "at most 1500 characters", timeout=WAIT_MS
     )
     expect(box).to_have_value(text)
+    page.wait_for_timeout(1000)
+    assert len(history(sandbox, channel)) == before
+
+
+def test_a_blank_task_is_refused_before_sending_at_both_widths(
+    sandbox: Sandbox, browser_page: Page
+) -> None:
+    """``/summon task:`` with nothing after it is refused by the composer, as Discord's
+    client refuses an empty required option: nothing reaches the bot (it used to answer
+    "Say what to do: /summon task:...."), at 1280 and 390 px (issue #32, item 10)."""
+    page = browser_page
+    open_page(page, sandbox)
+    channel = main_channel_id(page)
+    before = len(history(sandbox, channel))
+    box = page.locator("#main-pane .composer-input")
+    error = page.locator("#main-pane .composer-error")
+    for width in (1280, 390):
+        page.set_viewport_size({"width": width, "height": 760})
+        for text in ("/summon task:", "/summon task:   kind:demo"):
+            box.fill(text)
+            box.press("Enter")
+            expect(error).to_have_text("/summon needs task:", timeout=WAIT_MS)
+            expect(box).to_have_value(text)
     page.wait_for_timeout(1000)
     assert len(history(sandbox, channel)) == before
 
@@ -385,8 +414,10 @@ def test_option_fields_each_with_its_own_suggestions(
     expect(suggestions.first).to_contain_text("/summon", timeout=WAIT_MS)
     box.press("Tab")
     fields = page.locator("#main-pane .option-field")
-    expect(fields).to_have_count(3)
-    expect(fields.locator(".option-name")).to_have_text(["task", "kind", "params"])
+    expect(fields).to_have_count(6)
+    expect(fields.locator(".option-name")).to_have_text(
+        ["task", "kind", "params", "when", "timezone", "priority"]
+    )
     expect(fields.first).to_have_class(re.compile("required"))
 
     page.locator("#main-pane input[data-option=task]").fill("count in fields")

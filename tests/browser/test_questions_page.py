@@ -45,7 +45,7 @@ def test_questions_with_buttons_a_menu_and_a_modal_and_a_follow_up(
     page.select_option("#viewer", label="bob")
     question.locator("button", has_text="green").click()
     refusal = page.locator("#thread-pane li.message.ephemeral")
-    expect(refusal).to_contain_text("or a moderator can answer", timeout=WAIT_MS)
+    expect(refusal).to_contain_text("or an operator can answer", timeout=WAIT_MS)
     page.select_option("#viewer", label="alice")
     question.locator("button", has_text="green").click()
     expect(question).to_contain_text("Answered by", timeout=WAIT_MS)

@@ -37,7 +37,7 @@ async def test_manage_threads_in_another_channel_does_not_let_a_member_cancel_a_
 
     text, ephemeral = await _ask(errand, carol, mods, "job cancel", {"id": job_id})
     assert ephemeral
-    assert text == f"Only the requester or a moderator can cancel job `{job_id}`."
+    assert text == f"Only the requester or an operator can cancel job `{job_id}`."
     assert (await errand.job(job_id)).state.value == "queued"
     assert [e.to_state.value for e in (await errand.store.status(job_id)).events] == ["queued"]
 

@@ -45,7 +45,7 @@ async def test_only_the_requester_or_a_moderator_may_cancel(errand: Errand, bot:
 
     text, ephemeral = await _ask(errand, bob, world.channel, "job cancel", {"id": job_id})
     assert ephemeral
-    assert text == f"Only the requester or a moderator can cancel job `{job_id}`."
+    assert text == f"Only the requester or an operator can cancel job `{job_id}`."
     click = await emu.click(bob, msg, f"errand:cancel:{job_id}")
     answer = await click.wait_original()
     assert answer.ephemeral

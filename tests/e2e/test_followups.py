@@ -46,7 +46,7 @@ async def test_a_mention_from_the_requester_reaches_the_mailbox_and_others_do_no
     assert (await outside.wait_original()).content.startswith(f"Told job `{job_id}` (message 3)")
     refused = await emu.invoke_slash(bob, thread, "job tell", {"text": "me too"})
     assert (await refused.wait_original()).content == (
-        f"Only the requester or a moderator can tell job `{job_id}` something."
+        f"Only the requester or an operator can tell job `{job_id}` something."
     )
     texts = [m.text for m in (await errand.store.status(job_id)).messages]
     assert texts == ["please use the blue one", "and hurry", "thanks"]

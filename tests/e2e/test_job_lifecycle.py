@@ -6,6 +6,7 @@ discord.py bot against the emulator, a real worker and PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 
 from bot.client import ErrandBot
@@ -65,7 +66,7 @@ async def test_polling_the_id_reports_state_truthfully_at_each_stage(
             await poll(lambda: _is(errand, job_id, "succeeded"))
     page = await status()
     assert state_of(page) == "succeeded"
-    assert "took" in page
+    assert re.search(r"\(run time [\d.]+ s · wall time [\d.]+ s\)", page), page
     assert "running → succeeded by worker" in page
 
 

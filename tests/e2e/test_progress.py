@@ -51,7 +51,8 @@ async def test_the_edit_history_walks_every_state_and_ends_terminal(
     assert len(bars) >= 2
     final = versions[-1]
     assert final.components == []
-    assert "Took" in final.content
+    assert "Run time " in final.content
+    assert " · wall time " in final.content
     assert '"steps": 4' in final.content
 
     # Every state that lasted longer than the edit window (+ delivery slack) was shown.

@@ -61,7 +61,7 @@ async def test_a_click_by_the_requester_answers_and_another_users_click_is_refus
     refused = await click(errand, bob, question, green)
     said = await refused.wait_original()
     assert said.ephemeral
-    assert said.content == f"Only <@{alice.id}> or a moderator can answer job `{job_id}`."
+    assert said.content == f"Only <@{alice.id}> or an operator can answer job `{job_id}`."
     assert (await errand.store.status(job_id)).messages == []
 
     answered = await click(errand, alice, question, green)

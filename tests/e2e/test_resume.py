@@ -54,6 +54,6 @@ async def test_three_sigterms_during_a_demo_lose_no_step_and_never_step_back(
     assert shown == sorted(shown), shown  # no edit shows a lower step than an earlier one
     final = versions[-1]
     assert state_of(final) == "succeeded"
-    assert "100% · Step 40 of 40 · done" in final
+    assert "100% · 40 of 40 steps done" in final
     assert "attempt 4 · 0 failures (max 3)" in final
     assert "40 steps" in final

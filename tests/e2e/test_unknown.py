@@ -63,7 +63,16 @@ async def test_unknown_is_shown_with_what_to_do_and_an_operator_resolves_it(
     await errand.wait_progress_state(job_id, "succeeded")
     assert state_of(emu.message(msg.id).content) == "succeeded"
     notices = await poll(lambda: n if len(n := errand.notices(msg.channel_id)) == 2 else None)
-    assert "resolved as succeeded" in notices[1].content
+    # Who resolved it is shown as Discord shows a person (a mention), never the record's raw
+    # "discord:<id>" (issue #32, item 2): in the notice, the progress message and /job status.
+    assert notices[1].content.splitlines()[0] == (
+        f"<@{world.alice.id}> ✅ Job `{job_id}` **succeeded**, resolved by <@{operator.id}>: paid"
+    )
+    handle = await emu.invoke_slash(operator, world.channel, "job status", {"id": job_id})
+    status = (await handle.wait_original()).content
+    assert f"unknown → succeeded by <@{operator.id}>: resolved as succeeded: paid" in status
+    for shown in (notices[1].content, emu.message(msg.id).content, status):
+        assert "discord:" not in shown, shown
 
 
 class _Params(BaseModel):

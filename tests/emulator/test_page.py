@@ -82,12 +82,21 @@ def test_parse_fills_the_first_option_from_a_bare_value() -> None:
         ("/summon task:x private:maybe", "expected true or false"),
         ("/summon task:x task:y", "given twice"),
         ("/job list extra", "unexpected text"),
+        # Discord's client sends no empty value: an empty required option is a missing one.
+        ("/summon task:", "needs task:"),
+        ("/summon task:   kind:demo", "needs task:"),
+        ('/summon task:""', "needs task:"),
+        ("/job status id:", "needs id:"),
     ],
 )
 def test_parse_refuses_what_discord_would_not_send(text: str, message: str) -> None:
     """Unknown commands, missing subcommands or required options, bad booleans are refused."""
     with pytest.raises(CommandLineError, match=message):
         parse(text, COMMANDS)
+
+
+def test_an_empty_optional_option_is_one_not_given() -> None:
+    assert parse("/summon task:x kind:", COMMANDS).options == {"task": "x"}
 
 
 def test_suggest_offers_paths_then_missing_options_then_choices() -> None:
@@ -345,3 +354,22 @@ async def test_an_at_name_typed_in_the_page_is_sent_as_a_mention(emu: Emulator) 
     alice = world.alice.id
     assert typed_mentions(emu, "@Alice hi, @nobody") == f"<@{alice}> hi, @nobody"
     assert typed_mentions(emu, "a@alice.com <@1>") == "a@alice.com <@1>"
+
+
+async def test_a_body_that_is_not_a_json_object_is_a_400_not_a_500(
+    page_emu: tuple[Emulator, World, User], caplog: pytest.LogCaptureFixture
+) -> None:
+    """``POST /_emulator/page/send`` (and the control API's POSTs) with a body that is not a
+    JSON object: 400 with a JSON error, and no traceback in the log (issue #32, item 17)."""
+    emu, _, _ = page_emu
+    bodies = [b"not json", b"\xff\xfe", b"[1, 2]", b'"text"']
+    async with aiohttp.ClientSession() as session:
+        for path in ("/_emulator/page/send", "/_emulator/clicks", "/_emulator/users"):
+            for body in bodies:
+                async with session.post(
+                    emu.base_url + path, data=body, headers={"Content-Type": "application/json"}
+                ) as resp:
+                    assert resp.status == 400, (path, body)
+                    assert await resp.json() == {"error": "the request body must be a JSON object"}
+    assert "Traceback" not in caplog.text
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]

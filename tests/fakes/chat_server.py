@@ -54,10 +54,13 @@ class ChatServer:
     requests: list[dict[str, Any]] = field(default_factory=list)
     authorizations: list[str] = field(default_factory=list)
     aborted: list[str] = field(default_factory=list)
+    arrivals: list[float] = field(default_factory=list)
+    """When each request arrived (``time.monotonic()``)."""
     started: asyncio.Event = field(default_factory=asyncio.Event)
     url: str = ""
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
+        self.arrivals.append(time.monotonic())
         body = await request.json()
         self.requests.append(body)
         self.authorizations.append(request.headers.get("Authorization", ""))

@@ -47,7 +47,7 @@ async def test_a_worker_has_the_job_table_analyzed_at_start_and_when_a_backlog_o
         await store.submit_many([Submission("sleep", {"seconds": 0.1}, "r") for _ in range(2000)])
         await poll(lambda: _analyses_reach(pool, analyzed + 1), within=30)
 
-    # With the statistics of a backlog, the claim reads the first due jobs off job_claimable.
+    # With the statistics of a backlog, the claim reads the first due jobs off its index.
     await store.submit_many([Submission("noop", {}, "r") for _ in range(3000)])
     await pool.execute("ANALYZE job")
     claim = engine_queries()["job_claim"]
@@ -61,13 +61,18 @@ async def test_a_worker_has_the_job_table_analyzed_at_start_and_when_a_backlog_o
                     "lease_seconds": 60.0,
                     "limit": 100,
                     "kinds": ["noop"],
+                    "declared_caps": [None],
+                    "declared_rates": [None],
+                    "per_requester": None,
+                    "by_group": True,
                     "waiting_pid": None,
                     "unlist_at": 0,
                 }
             ),
         )
     )
-    assert "Index Scan using job_claimable" in plan, plan
+    assert "Index Scan using job_lane" in plan, plan
+    assert "Seq Scan on job" not in plan, plan
 
 
 async def _analyses(pool: asyncpg.Pool) -> int:

@@ -199,3 +199,35 @@ async def test_cancel_during_a_model_call_aborts_the_http_request(
     assert server.aborted == ["slow"]
     steps = await pool.fetch("SELECT outcome FROM step WHERE job_id = $1", job.id)
     assert [s["outcome"] for s in steps] == ["cancelled"]
+
+
+async def test_an_unreachable_model_says_which_url_and_what_to_check_once(
+    store: JobStore,
+    registry: Registry,
+    db_dsn: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    unused_tcp_port: int,
+) -> None:
+    """Nothing listens at the configured URL: the job fails saying which URL could not be
+    reached and what to check, and the progress message and the CLI say it once (it read
+    "error: APIConnectionError: Connection error." twice, with no URL)."""
+    from bot import render
+    from jobs.engine.views import JobStatus
+    from jobs.ops.cli.render import status_text
+
+    url = f"http://127.0.0.1:{unused_tcp_port}/v1"
+    monkeypatch.setenv("ERRAND_AGENT_BASE_URL", url)
+    monkeypatch.setenv("ERRAND_AGENT_MAX_RETRIES", "0")
+    state, out = await _run(store, registry, db_dsn, tmp_path, {"prompt": "hi"})
+    job = out["job"]
+    assert state == "failed"
+    assert job.reason is not None
+    assert job.reason.startswith(f"cannot reach the model at {url} (")
+    assert job.reason.endswith(
+        "; check ERRAND_AGENT_BASE_URL and that the server is running and reachable from the worker"
+    )
+    shown = render.progress(job, task="hi", may_resolve=False).content
+    assert shown.count("cannot reach the model") == 1
+    assert "APIConnectionError" not in shown
+    assert status_text(JobStatus(job)).count("cannot reach the model") == 1

@@ -174,3 +174,46 @@ async def test_every_metric_the_docs_name_is_in_a_real_scrape(
     }
     assert status == 200
     assert sorted(named - scraped) == []
+
+
+SUMMON = re.compile(r"/summon task:[^`]*?params:[a-z_]+=[^`]*")
+
+
+def test_every_summon_example_names_its_kind_and_its_params_fit_it() -> None:
+    """A newcomer copies the docs' examples: each ``/summon ... params:`` names its kind (the
+    default kind is agent once a model is configured, and its params are not demo's), and its
+    params are valid for that kind (issue #32, item 5)."""
+    from bot.commands.summon import summon_params
+    from jobs.kinds import default_registry
+
+    registry = default_registry()
+    found = []
+    for doc in ["README.md", *(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md"))]:
+        for example in SUMMON.findall((ROOT / doc).read_text()):
+            found.append(example)
+            kind = re.search(r" kind:(\S+)", example)
+            assert kind, f"{doc}: {example!r} names no kind"
+            params = example.split("params:", 1)[1].strip()
+            registry.get(kind[1]).validate(summon_params(params))
+    assert len(found) >= 3, found
+
+
+def test_the_runbook_says_what_a_stopped_command_ends_as() -> None:
+    """docs/runbook.md said every stopped job that is not retry-safe ends ``unknown``; a
+    ``command`` whose catalog entry is not retry-safe ends ``failed``, in the words of its own
+    reason (tests/integration/test_command_escapes.py stops one and reads it), as
+    docs/cancellation.md says (issue #32, item 19)."""
+
+    def words(path: str) -> str:
+        return " ".join((ROOT / path).read_text().split())
+
+    reason = "stopped before it finished (worker shutdown); it is not retry-safe"
+    assert reason in words("tests/integration/test_command_escapes.py")  # what the job says
+    runbook = words("docs/runbook.md")
+    assert reason in runbook
+    assert "a `command` whose catalog entry is not retry-safe" in runbook
+    assert "ends `failed`" in runbook
+    assert "any other ends `unknown`" not in runbook
+    assert "A `command` that is not retry-safe, stopped this way, ends `failed`" in words(
+        "docs/cancellation.md"
+    )

@@ -143,6 +143,35 @@ async def test_queue_lag_counts_the_oldest_due_job(pool: asyncpg.Pool, store: Jo
     assert got['errand_jobs{kind="noop",state="queued"}'] == 1.0
 
 
+async def test_queue_depth_by_kind_and_priority_and_throttled_jobs(
+    pool: asyncpg.Pool, store: JobStore
+) -> None:
+    """errand_queue_depth counts queued jobs by kind, priority and whether they are due;
+    errand_jobs_throttled the due ones a paused or capped kind holds back."""
+    from datetime import UTC, datetime, timedelta
+
+    from jobs.engine.store import Submission
+
+    await store.submit_many([Submission("noop", {}, "a", priority=5) for _ in range(3)])
+    await store.submit("noop", {}, requester="a")
+    later = datetime.now(UTC) + timedelta(hours=1)
+    await store.submit("sleep", {"seconds": 1}, requester="a", run_at=later)
+    await store.submit("sleep", {"seconds": 1}, requester="a")
+    await store.pause("noop", by="ops")
+    await store.set_limit("sleep", 0)
+    server = HealthServer(pool, port=0, kinds=["noop", "sleep"])
+    port = await server.start()
+    try:
+        got = metrics.samples((await http_get(port, "/metrics"))[1])
+    finally:
+        await server.stop()
+    assert got['errand_queue_depth{kind="noop",priority="5",when="due"}'] == 3.0
+    assert got['errand_queue_depth{kind="noop",priority="0",when="due"}'] == 1.0
+    assert got['errand_queue_depth{kind="sleep",priority="0",when="later"}'] == 1.0
+    assert got['errand_jobs_throttled{kind="noop",why="paused"}'] == 4.0
+    assert got['errand_jobs_throttled{kind="sleep",why="at its limit"}'] == 1.0
+
+
 async def test_cancels_and_lease_expiries_are_counted_by_the_process_that_acts(
     emu: Emulator,
     world: World,

@@ -186,7 +186,8 @@ def test_the_public_api_is_small() -> None:
     import jobs.transport
 
     assert len(jobs.__all__) <= 10
-    assert len(set(jobs.__all__) | set(jobs.transport.__all__)) <= 36
+    # 37: ``when``, a job's time as a person types it (issue 31), read alike by CLI and bot.
+    assert len(set(jobs.__all__) | set(jobs.transport.__all__)) <= 37
 
 
 def test_the_transport_door_holds_no_piece_of_a_process() -> None:

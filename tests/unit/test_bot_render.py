@@ -5,6 +5,7 @@ and parameter parsing; and the bot's named SQL is complete."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -104,10 +105,12 @@ def test_running_shows_one_progress_line_with_bar_attempts_and_budget_use() -> N
     assert "`▓▓▓▓▓░░░░░░░` 40% · Step 2 of 5 · counting" in content
     assert content.count("Step ") == 1
     assert "attempt 1 · 0 failures (max 3)" in content
-    assert "1,234 tokens · 2 tool calls · 2 steps" in content
+    # The steps are counted once, by the progress line; the usage says the rest.
+    assert "1,234 tokens · 2 tool calls" in content
+    assert "2 steps" not in content
     done = JobStatus(job(State.SUCCEEDED, progress={"done": 5, "total": 5, "note": "done"}))
     assert (
-        "`▓▓▓▓▓▓▓▓▓▓▓▓` 100% · Step 5 of 5 · done"
+        "`▓▓▓▓▓▓▓▓▓▓▓▓` 100% · 5 of 5 steps done"
         in render.progress(done.job, task="", may_resolve=False).content
     )
 
@@ -160,44 +163,194 @@ def test_user_text_is_inert_and_cut() -> None:
 
 
 def test_a_notice_mentions_the_requester_with_the_outcome() -> None:
-    done = job(State.SUCCEEDED, finished_at=T0 + timedelta(seconds=4), result={"ok": True})
-    text = render.notice(done, row("succeeded"), 42)
-    assert text.startswith("<@42> ✅ Job `k7m2x9qa` **succeeded** after 3.0 s")
-    assert 'Result: `{"ok": true}`' in text
-    failed = render.notice(
-        job(State.FAILED, finished_at=T0 + timedelta(seconds=2)), row("failed", "boom"), 42
+    done = job(
+        State.SUCCEEDED, finished_at=T0 + timedelta(seconds=4), run_seconds=3.0, result={"ok": 1}
     )
-    assert failed.endswith("**failed** after 1.0 s: boom")
+    text = render.notice(done, row("succeeded"), 42)
+    assert text == (
+        "<@42> ✅ Job `k7m2x9qa` **succeeded**\nRun time 3.0 s · wall time 4.0 s\n"
+        'Result: `{"ok": 1}`'
+    )
+    failed = render.notice(
+        job(State.FAILED, finished_at=T0 + timedelta(seconds=2), run_seconds=1.0),
+        row("failed", "boom"),
+        42,
+    )
+    assert failed == "<@42> ❌ Job `k7m2x9qa` **failed**: boom\nRun time 1.0 s · wall time 2.0 s"
     resumed = render.notice(
-        job(State.SUCCEEDED, finished_at=T0 + timedelta(seconds=9), attempts=4, failures=0),
+        job(
+            State.SUCCEEDED,
+            finished_at=T0 + timedelta(seconds=9),
+            run_seconds=8.0,
+            attempts=4,
+            failures=0,
+        ),
         row("succeeded"),
         42,
     )
-    assert "**succeeded** after 8.0 s · attempt 4 · 0 failures (max 3)" in resumed
+    assert "Run time 8.0 s · wall time 9.0 s · attempt 4 · 0 failures (max 3)" in resumed
 
 
 def test_a_cancel_notice_names_who_cancelled_and_why_in_one_sentence() -> None:
+    ended = T0 + timedelta(seconds=28.4)
     done = job(
-        State.CANCELLED, finished_at=T0 + timedelta(seconds=28.4), cancel_requested_by="discord:1"
+        State.CANCELLED, finished_at=ended, run_seconds=27.4, cancel_requested_by="discord:1"
     )
     text = render.notice(done, row("cancelled", "Cancel button", Actor.REQUESTER), 42)
     assert text == (
-        "<@42> ⛔ Job `k7m2x9qa` **cancelled** by the requester after 27.4 s (Cancel button)"
+        "<@42> ⛔ Job `k7m2x9qa` **cancelled** by <@1> (Cancel button)\n"
+        "Run time 27.4 s · wall time 28.4 s"
     )
     by_operator = job(
-        State.CANCELLED, finished_at=T0 + timedelta(seconds=28.4), cancel_requested_by="cli"
+        State.CANCELLED, finished_at=ended, run_seconds=27.4, cancel_requested_by="cli"
     )
     text = render.notice(by_operator, row("cancelled", None, Actor.OPERATOR), None)
-    assert text == "⛔ Job `k7m2x9qa` **cancelled** by the operator after 27.4 s"
+    assert text.splitlines()[0] == "⛔ Job `k7m2x9qa` **cancelled** by an operator (cli)"
     # Acknowledged by the worker, the request's reason kept: still the requester's cancel.
     text = render.notice(done, row("cancelled", "Cancel button", Actor.WORKER), None)
-    assert text.endswith("by the requester after 27.4 s (Cancel button)")
+    assert text.splitlines()[0].endswith("by <@1> (Cancel button)")
     # A deadline is the system's: its reason says what happened.
-    late = job(
-        State.CANCELLED, finished_at=T0 + timedelta(seconds=28.4), cancel_requested_by="system"
-    )
+    late = job(State.CANCELLED, finished_at=ended, run_seconds=27.4, cancel_requested_by="system")
     text = render.notice(late, row("cancelled", "timed_out", Actor.SYSTEM), None)
-    assert text == "⛔ Job `k7m2x9qa` **cancelled** after 27.4 s: timed_out"
+    assert text.splitlines()[0] == "⛔ Job `k7m2x9qa` **cancelled**: timed_out"
+
+
+def test_every_person_shown_is_a_mention_or_a_role_never_a_raw_id() -> None:
+    """Item 2: a resolve by a Discord user reads "resolved by <@77>" (Discord shows the name),
+    in the notice, the progress message and the status page's events; never "discord:77"."""
+    resolved = job(
+        State.SUCCEEDED,
+        reason="resolved as succeeded: the ledger shows one charge",
+        finished_at=T0 + timedelta(seconds=66),
+        run_seconds=10.0,
+    )
+    notice = replace(
+        row("succeeded", "resolved as succeeded: the ledger shows one charge", Actor.OPERATOR),
+        from_state=State.UNKNOWN,
+        by="discord:77",
+        note="the ledger shows one charge",
+    )
+    text = render.notice(resolved, notice, 42)
+    assert text.splitlines()[0] == (
+        "<@42> ✅ Job `k7m2x9qa` **succeeded**, resolved by <@77>: the ledger shows one charge"
+    )
+    # The run time is the 10 s it ran; the minute it sat unknown is in the wall time only.
+    assert text.splitlines()[1] == "Run time 10.0 s · wall time 1 min 6 s"
+    from_cli = render.notice(resolved, replace(notice, by="operator"), 42)
+    assert "resolved by an operator: the ledger" in from_cli
+    events = [
+        EventView(1, None, State.QUEUED, "requester", None, "submitted", T0, None, False),
+        EventView(2, State.QUEUED, State.RUNNING, "worker", 1, None, T0, None, False),
+        EventView(3, State.RUNNING, State.UNKNOWN, "system", 1, "worker lost", T0, None, False),
+        EventView(
+            4,
+            State.UNKNOWN,
+            State.SUCCEEDED,
+            "operator",
+            None,
+            "resolved as succeeded: the ledger shows one charge",
+            T0,
+            {"by": "discord:77", "note": "the ledger shows one charge"},
+            False,
+        ),
+    ]
+    page = render.status_page(
+        JobStatus(resolved, events=events), task="charge", thread_id=None, deliveries=[]
+    )
+    assert "— → queued by <@1>: submitted" in page
+    assert "queued → running by worker" in page
+    assert "unknown → succeeded by <@77>: resolved as succeeded: the ledger" in page
+    progress = render.progress(resolved, task="charge", may_resolve=False).content
+    for shown in (text, from_cli, page, progress):
+        assert "discord:" not in shown
+
+
+def test_a_finished_progress_message_does_not_contradict_itself() -> None:
+    """Item 8: once it stopped, the progress line says what was done, without the phase it
+    was in ("counting"), and the steps are counted once ("45 steps" beside "Step 44 of 60")."""
+    cancelled = job(
+        State.CANCELLED,
+        progress={"done": 44, "total": 60, "note": "counting"},
+        usage={"steps": 45},
+        finished_at=T0 + timedelta(seconds=46),
+        run_seconds=45.0,
+        cancel_requested_by="discord:1",
+    )
+    content = render.progress(cancelled, task="", may_resolve=False).content
+    assert "73% · 44 of 60 steps done" in content
+    assert "counting" not in content
+    assert "45 steps" not in content
+    failed = job(
+        State.FAILED,
+        progress={"done": 2, "total": 5, "note": "counting"},
+        usage={"steps": 3},
+        reason="failed at step 3 as asked (fail_at_step)",
+        finished_at=T0 + timedelta(seconds=4),
+        run_seconds=3.0,
+    )
+    content = render.progress(failed, task="", may_resolve=False).content
+    assert "40% · 2 of 5 steps done" in content
+    assert "3 steps" not in content
+    assert "counting" not in content
+    lines = job(State.SUCCEEDED, progress={"done": 1, "total": None, "note": "hi", "unit": "line"})
+    assert render.progress(lines, task="", may_resolve=False).content.count("1 line") == 1
+    # One of anything is singular.
+    assert render.usage_line({"tokens": 1, "tool_calls": 1, "steps": 1}) == (
+        "1 token · 1 tool call · 1 step"
+    )
+    assert "1 steps" not in render.usage_line({"steps": 1})
+
+
+def test_run_time_and_wall_time_are_each_named() -> None:
+    """Item 9: a job that ran 4 s and waited while the sandbox was down took 15 s of wall
+    time; both are shown, each with its name, in the progress message and the status page."""
+    done = job(
+        State.SUCCEEDED,
+        finished_at=T0 + timedelta(seconds=15),
+        run_seconds=4.0,
+        progress={"done": 4, "total": 4, "note": "done"},
+    )
+    content = render.progress(done, task="", may_resolve=False).content
+    assert "Run time 4.0 s · wall time 15.0 s · attempt 1" in content
+    assert "Took" not in content
+    page = render.status_page(JobStatus(done), task="", thread_id=None, deliveries=[])
+    assert "(run time 4.0 s · wall time 15.0 s)" in page
+    never = job(State.CANCELLED, finished_at=T0 + timedelta(seconds=3), attempts=0, run_seconds=0)
+    shown = render.progress(never, task="", may_resolve=False).content
+    assert "Did not run · wall time 3.0 s" in shown
+
+
+def test_a_silent_worker_is_said_to_be_silent() -> None:
+    """Item 12: a running job whose worker has not heartbeated for longer than
+    ``SILENT_AFTER`` says when it was last heard from (a live Discord time), and what happens
+    next; a job whose worker is heard from says nothing of it."""
+    now = datetime.now(UTC)
+    silent = job(State.RUNNING, heartbeat_at=now - timedelta(seconds=20))
+    content = render.progress(silent, task="", may_resolve=False).content
+    stamp = f"<t:{int((now - timedelta(seconds=20)).timestamp())}:R>"
+    assert f"⚠️ Its worker was last heard from {stamp}; if it stays silent, the job is" in content
+    assert render.progress(silent, task="", may_resolve=False).cancellable
+    page = render.status_page(JobStatus(silent), task="", thread_id=None, deliveries=[])
+    assert f"⚠️ Its worker was last heard from {stamp}." in page
+    heard = job(State.RUNNING, heartbeat_at=now - timedelta(seconds=3))
+    assert "heard from" not in render.progress(heard, task="", may_resolve=False).content
+    ended = job(State.UNKNOWN, heartbeat_at=now - timedelta(seconds=60))
+    assert "heard from" not in render.progress(ended, task="", may_resolve=False).content
+
+
+def test_the_bots_own_answers_read_plainly() -> None:
+    """Item 10: the empty-task answer ends its example cleanly (no "task:...."); item 11: a
+    refused cancel names operators, the word the role and the docs use; item 5: params meant
+    for another kind say which kind takes them."""
+    assert render.EMPTY_TASK == "Say what to do, for example `/summon task:count to five`."
+    assert "...." not in render.EMPTY_TASK
+    refused = render.NOT_YOURS.format(id="k7m2x9qa")
+    assert refused == "Only the requester or an operator can cancel job `k7m2x9qa`."
+    source = Path(render.__file__).read_text() + Path("bot/commands/job.py").read_text()
+    assert "moderator" not in source.replace("moderate a job", "")
+    assert render.params_of_another_kind("agent", ["steps"], "demo") == (
+        "`agent` jobs take no `steps`; `demo` jobs do: add `kind:demo` to your /summon."
+    )
 
 
 def test_the_notices_docs_discord_shows_are_the_ones_the_bot_writes() -> None:
@@ -209,20 +362,30 @@ def test_the_notices_docs_discord_shows_are_the_ones_the_bot_writes() -> None:
 
     rendered = [
         render.notice(
-            job(State.SUCCEEDED, finished_at=at(5.2), result={"steps": 5}), row("succeeded"), 42
+            job(State.SUCCEEDED, finished_at=at(5.2), run_seconds=5.2, result={"steps": 5}),
+            row("succeeded"),
+            42,
         ),
         render.notice(
-            job(State.FAILED, finished_at=at(2)),
+            job(State.FAILED, finished_at=at(2), run_seconds=2.0),
             row("failed", "failed at step 2 as asked (fail_at_step)"),
             42,
         ),
         render.notice(
-            job(State.CANCELLED, finished_at=at(2), cancel_requested_by="discord:1"),
+            job(
+                State.CANCELLED,
+                finished_at=at(2),
+                run_seconds=2.0,
+                requester="discord:42",
+                cancel_requested_by="discord:42",
+            ),
             row("cancelled", "not needed", Actor.REQUESTER),
             42,
         ),
         render.notice(
-            job(State.SUCCEEDED, finished_at=at(64), attempts=4, failures=0), row("succeeded"), 42
+            job(State.SUCCEEDED, finished_at=at(64), run_seconds=40.5, attempts=4, failures=0),
+            row("succeeded"),
+            42,
         ),
         render.notice(
             job(State.UNKNOWN),
@@ -261,7 +424,7 @@ def test_the_status_page_shows_events_and_dead_letters() -> None:
     assert "Thread: <#55>" in page
     assert "⚠️ Notice (succeeded) not delivered: 403 50013: Missing Permissions" in page
     assert "queued → running by worker" in page
-    assert "took 2.0 s" in page
+    assert "(wall time 3.0 s)" in page  # read without its attempts: no run time to show
 
 
 def test_the_status_of_an_unknown_job_says_how_to_settle_it() -> None:

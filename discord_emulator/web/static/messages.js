@@ -160,9 +160,10 @@ async function openTimeline(jobId) {
       return `<tr class="event${e.ignored ? " ignored" : ""}">
         <td class="when">${timestamp(Math.floor(at), "T")}<br><span class="muted">${
           new Date(e.at).toLocaleDateString()}</span></td>
-        <td class="who">${escapeHtml(who(e))}<br><span class="muted">${escapeHtml(e.actor)}</span></td>
+        <td class="who">${escapeHtml(who(e))}${who(e) === e.actor ? "" : `<br><span class="muted">${
+          escapeHtml(e.actor)}</span>`}</td>
         <td class="what">${what}${e.ignored ? ' <span class="muted">(no effect)</span>' : ""}</td>
-        <td class="why">${e.reason ? escapeHtml(e.reason) : '<span class="muted">—</span>'}</td></tr>`;
+        <td class="why${e.reason ? "" : " none"}">${e.reason ? escapeHtml(e.reason) : '<span class="muted">—</span>'}</td></tr>`;
     }).join("");
     body.innerHTML = `${job.task ? `<p class="task">${escapeHtml(job.task)}</p>` : ""}
       <table><thead><tr><th>When</th><th>Who</th><th>What</th><th>Why</th></tr></thead>

@@ -13,6 +13,8 @@ const page = {
   loadedAt: Date.now(),
   dismissed: new Set(),
   online: false,
+  // Which channels' threads are folded away in the sidebar, as the person left them.
+  folds: JSON.parse(localStorage.getItem("errand.folds") || "{}"),
 };
 
 async function api(path, options = {}) {
@@ -317,15 +319,46 @@ function channelLink(ch) {
   return `<a class="${active.trim()}" data-channel="${ch.id}" data-kind="${ch.kind}">${icon} ${escapeHtml(ch.name)}</a>`;
 }
 
+// A channel's threads are listed under it, as Discord lists them, behind one row that folds
+// them away ("▸ 21 threads") so that channels and DMs stay in view. A channel with more than
+// FOLD_AFTER threads starts folded; the person's choice is kept (localStorage). The open
+// thread stays listed, folded or not.
+const FOLD_AFTER = 3;
+const CHEVRON = { open: "▾", folded: "▸" };
+
+function folded(ch) {
+  const choice = page.folds[ch.id];
+  return choice === undefined ? ch.threads.length > FOLD_AFTER : choice === "folded";
+}
+
+function toggleFold(channelId) {
+  const ch = page.world.channels.find((c) => c.id === channelId);
+  if (!ch) return;
+  page.folds[channelId] = folded(ch) ? "open" : "folded";
+  localStorage.setItem("errand.folds", JSON.stringify(page.folds));
+  renderSidebar();
+}
+
+function threadList(ch) {
+  if (!ch.threads.length) return "";
+  const fold = folded(ch);
+  const open = page.panes.thread && page.panes.thread.channelId;
+  const shown = fold ? ch.threads.filter((t) => t.id === open) : ch.threads;
+  const noun = ch.kind === "forum" ? "post" : "thread";
+  const count = `${ch.threads.length} ${noun}${ch.threads.length === 1 ? "" : "s"}`;
+  const toggle = `<li class="fold"><button type="button" class="threads-toggle" data-fold="${ch.id}"
+    aria-expanded="${!fold}" title="${fold ? "Show" : "Hide"} its ${noun}s">${
+    CHEVRON[fold ? "folded" : "open"]} ${count}</button></li>`;
+  const threads = shown.map((t) => `<li class="thread${t.archived ? " archived" : ""}">${channelLink(t)}</li>`);
+  return `<ul>${toggle}${threads.join("")}</ul>`;
+}
+
 function renderSidebar() {
   if (!page.world) return;
   const guildChannels = page.world.channels.filter((c) => c.kind !== "dm");
   const dms = page.world.channels.filter((c) => c.kind === "dm");
   const html = [`<li class="section">Channels</li>`];
-  for (const ch of guildChannels) {
-    const threads = ch.threads.map((t) => `<li class="thread${t.archived ? " archived" : ""}">${channelLink(t)}</li>`).join("");
-    html.push(`<li>${channelLink(ch)}${threads ? `<ul>${threads}</ul>` : ""}</li>`);
-  }
+  for (const ch of guildChannels) html.push(`<li>${channelLink(ch)}${threadList(ch)}</li>`);
   if (dms.length) html.push(`<li class="section">Direct messages</li>`);
   for (const dm of dms) html.push(`<li>${channelLink(dm)}</li>`);
   $("#channels").innerHTML = html.join("");
@@ -418,6 +451,8 @@ async function start() {
   $("#main-pane .menu").addEventListener("click", () => document.body.classList.toggle("nav-open"));
   $("#viewer").addEventListener("change", (event) => actAs(event.target.value));
   $("#channels").addEventListener("click", async (event) => {
+    const fold = event.target.closest("[data-fold]");
+    if (fold) { toggleFold(fold.dataset.fold); return; }
     const link = event.target.closest("[data-channel]");
     if (!link) return;
     document.body.classList.remove("nav-open");

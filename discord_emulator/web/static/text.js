@@ -41,17 +41,20 @@ function jobIdPattern() {
 
 // Discord markdown, the parts bots use: code, backslash escapes, bold, italics, underline,
 // strikethrough, quotes, mentions and <t:..> timestamps. Code spans and escaped characters are
-// held aside first so nothing inside them is formatted (as in Discord's parser).
+// held aside first so nothing inside them is formatted (as in Discord's parser), in one pass
+// from left to right as Discord reads them: "\`code\`" is two escaped backticks around plain
+// text (how the bot sends a task's backticks), while inside a code span a backslash is itself.
 function markdown(text) {
   const held = [];
   const hold = (html) => `\uE000${held.push(html) - 1}\uE001`;
   const isJob = jobIdPattern();
   let s = String(text || "")
-    .replace(/`([^`]+)`/g, (_, code) => hold(isJob && isJob.test(code)
-      ? `<code class="job-id" data-job="${escapeHtml(code)}" role="button" tabindex="0"
-          title="Show this job's timeline">${escapeHtml(code)}</code>`
-      : `<code>${escapeHtml(code)}</code>`))
-    .replace(/\\([^\sA-Za-z0-9])/g, (_, c) => hold(escapeHtml(c)));
+    .replace(/\\([^\sA-Za-z0-9])|`([^`]+)`/g, (_, escaped, code) => hold(escaped !== undefined
+      ? escapeHtml(escaped)
+      : isJob && isJob.test(code)
+        ? `<code class="job-id" data-job="${escapeHtml(code)}" role="button" tabindex="0"
+            title="Show this job's timeline">${escapeHtml(code)}</code>`
+        : `<code>${escapeHtml(code)}</code>`));
   s = escapeHtml(s)
     .replace(/&lt;t:(-?\d+)(?::([tTdDfFR]))?&gt;/g, (_, sec, style) => hold(timestamp(Number(sec), style)))
     .replace(/&lt;@!?(\d+)&gt;/g, (_, id) => hold(mention(id)))

@@ -43,8 +43,8 @@ LIMIT :limit;
 -- name: notice_round
 -- What one delivery round of a job works from, in one statement: its pending notices leased in
 -- id order (when :claim, and only when its oldest pending one is due), and the job as it is
--- now, with the names and sizes of its assets. One row per leased notice (its columns n_*), or
--- one row whose n_id is NULL; no row when the job is gone. The job is read in the statement's
+-- now, with the names and sizes of its assets and its run time (job_run_time). One row per
+-- leased notice (its columns n_*), or one row whose n_id is NULL; no row when the job is gone. The job is read in the statement's
 -- snapshot, in which every leased notice's transition had committed: the job shown is at least
 -- as new as each notice. Without :claim it is a plain read of the job (nothing is locked).
 WITH pending AS (
@@ -62,17 +62,20 @@ WITH pending AS (
     FROM pending p
     WHERE e.id = p.id AND (SELECT due FROM gate)
     RETURNING e.id, e.job_id, e.from_state, e.to_state, e.actor, e.reason, e.at,
+              e.data ->> 'by' AS by, e.data ->> 'note' AS note,
               e.delivery_attempts, e.delivered_at, e.dead_at, e.delivery_error, e.external_id,
               e.notice_at, e.lease_token, e.topic, e.question_id
 )
 SELECT j.id, j.public_id, j.kind, j.params, j.requester, j.origin, j.origin_group, j.state,
        j.reason, j.result, j.error, j.attempts, j.max_attempts, j.current_attempt_id, j.run_at,
        j.deadline_at, j.cancel_requested_at, j.cancel_requested_by, j.cancel_reason, j.progress,
-       j.usage, j.created_at, j.updated_at, j.started_at, j.finished_at, j.failures,
+       j.usage, j.created_at, j.updated_at, j.started_at, j.finished_at, j.failures, j.priority,
        j.wait_for, j.wait_key, j.wait_text, j.wait_until, j.wait_since,
+       r.run_seconds, r.heartbeat_at,
        coalesce(a.names, '{}') AS asset_names, coalesce(a.sizes, '{}') AS asset_sizes,
        n.id AS n_id, n.job_id AS n_job_id, n.from_state AS n_from_state,
        n.to_state AS n_to_state, n.actor AS n_actor, n.reason AS n_reason, n.at AS n_at,
+       n.by AS n_by, n.note AS n_note,
        n.delivery_attempts AS n_delivery_attempts, n.delivered_at AS n_delivered_at,
        n.dead_at AS n_dead_at, n.delivery_error AS n_delivery_error,
        n.external_id AS n_external_id, n.notice_at AS n_notice_at,
@@ -92,6 +95,7 @@ CROSS JOIN LATERAL (
     SELECT array_agg(name ORDER BY id) AS names, array_agg(size ORDER BY id) AS sizes
     FROM asset WHERE asset.job_id = j.id
 ) a
+CROSS JOIN LATERAL job_run_time(j.id, j.current_attempt_id) r
 LEFT JOIN leased n ON true
 LEFT JOIN job_question q ON q.id = n.question_id
 LEFT JOIN job_message qm ON qm.id = q.answer_id
@@ -131,8 +135,9 @@ RETURNING id;
 
 -- name: notice_list_by_job
 -- A job's notices, oldest first (delivery state for status pages and the timeline).
-SELECT id, job_id, from_state, to_state, actor, reason, at, delivery_attempts, delivered_at,
-       dead_at, delivery_error, external_id, lease_token, notice_at, topic
+SELECT id, job_id, from_state, to_state, actor, reason, at, data ->> 'by' AS by,
+       data ->> 'note' AS note, delivery_attempts, delivered_at, dead_at, delivery_error,
+       external_id, lease_token, notice_at, topic
 FROM event WHERE job_id = :job_id AND notice_at IS NOT NULL ORDER BY id;
 
 -- name: notice_counts
@@ -151,6 +156,7 @@ FROM pending p;
 -- name: notice_list
 -- Notices by status ('dead', 'pending', 'delivered', or NULL for any), newest first.
 SELECT e.id, j.public_id, j.kind, e.job_id, e.from_state, e.to_state, e.actor, e.reason, e.at,
+       e.data ->> 'by' AS by, e.data ->> 'note' AS note,
        e.notice_at, e.delivery_attempts, e.delivered_at, e.dead_at, e.delivery_error,
        e.external_id, e.lease_token, e.topic
 FROM event e JOIN job j ON j.id = e.job_id

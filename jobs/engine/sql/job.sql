@@ -5,13 +5,15 @@
 -- name: job_insert
 -- Create a job unless its idempotency key exists, with its creation event (a notice when it has
 -- an origin); wakes a waiting worker (job_wake, migrations/0012_worker_waiting.sql).
+-- A job given a run_at is due then (a delayed job), else now; its deadline counts from submit.
 WITH ins AS (
     INSERT INTO job (public_id, kind, params, requester, origin, origin_group, idempotency_key,
-                     max_attempts, deadline_at)
+                     max_attempts, deadline_at, priority, run_at)
     VALUES (:public_id, :kind, :params, :requester, :origin, :origin_group, :idempotency_key,
             :max_attempts,
             CASE WHEN :deadline_seconds::float8 IS NULL THEN NULL
-                 ELSE now() + make_interval(secs => :deadline_seconds) END)
+                 ELSE now() + make_interval(secs => :deadline_seconds) END,
+            :priority, coalesce(:run_at::timestamptz, now()))
     ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING *
 ), ev AS (
@@ -40,20 +42,24 @@ WITH input AS (
            coalesce(t.origin_group, :origin_group) AS origin_group,
            coalesce(t.idempotency_key, :idempotency_key) AS idempotency_key,
            coalesce(t.max_attempts, :max_attempts) AS max_attempts,
-           coalesce(t.deadline_seconds, :deadline_seconds) AS deadline_seconds
+           coalesce(t.deadline_seconds, :deadline_seconds) AS deadline_seconds,
+           coalesce(t.priority, :priority) AS priority,
+           coalesce(t.run_at, :run_at, now()) AS run_at
     FROM unnest(:public_ids::text[], :kinds::text[], :params_each::text[],
                 :requesters::text[], :origins::text[], :origin_groups::text[],
                 :idempotency_keys::text[], :max_attempts_each::int[],
-                :deadline_seconds_each::float8[])
+                :deadline_seconds_each::float8[], :priorities::smallint[],
+                :run_ats::timestamptz[])
              AS t(public_id, kind, params, requester, origin, origin_group, idempotency_key,
-                  max_attempts, deadline_seconds)
+                  max_attempts, deadline_seconds, priority, run_at)
 ), ins AS (
     INSERT INTO job (public_id, kind, params, requester, origin, origin_group, idempotency_key,
-                     max_attempts, deadline_at)
+                     max_attempts, deadline_at, priority, run_at)
     SELECT public_id, kind, params, requester, origin, origin_group,
            idempotency_key, max_attempts,
            CASE WHEN deadline_seconds IS NULL THEN NULL
-                ELSE now() + make_interval(secs => deadline_seconds) END
+                ELSE now() + make_interval(secs => deadline_seconds) END,
+           priority, run_at
     FROM input
     ORDER BY idempotency_key
     RETURNING id, kind, origin <> '{}'::jsonb AS transported
@@ -85,13 +91,19 @@ SELECT count(*) FROM job
 WHERE origin_group = :origin_group AND state = ANY({active}::job_state[]);
 
 -- name: job_get
--- One job by public id.
-SELECT * FROM job WHERE public_id = :public_id;
+-- One job by public id, with how long its attempts ran and when its worker was last heard from.
+SELECT j.*, r.run_seconds, r.heartbeat_at
+FROM job j CROSS JOIN LATERAL job_run_time(j.id, j.current_attempt_id) r
+WHERE j.public_id = :public_id;
 
 -- name: job_lock_by_public_id
--- Lock one job by public id before a request moves it (a cancel): the move's own statement then
--- starts after the lock, so it sees whatever a concurrent claim committed meanwhile.
+-- Lock one job by public id before a request moves it: the move's own statement then starts
+-- after the lock, so it sees whatever a concurrent claim committed meanwhile.
 SELECT id FROM job WHERE public_id = :public_id FOR UPDATE;
+
+-- name: job_id_by_public_id
+-- One job's internal id.
+SELECT id FROM job WHERE public_id = :public_id;
 
 -- name: job_get_by_id
 -- One job by internal id.
@@ -131,23 +143,155 @@ ORDER BY created_at, id
 LIMIT :limit;
 
 -- name: job_claim
--- Claim up to :limit due jobs in one statement (an implicit transaction): lock them skipping
--- rows others hold, open an attempt on each, move them to running with the attempt as fencing
--- token, and write each one's event (a notice when it has an origin). {claimable} is the
--- table's sources of "running" for a worker, a constant so that the generic plan can use the
--- partial index job_claimable (with a parameter each claim would sort every queued job).
+-- Claim up to :limit due jobs in one statement (an implicit transaction), in the claim's order
+-- (docs/state-machine.md, "The claim's order"): higher priority first; among equals, fair
+-- share: the group, then the requester, with the fewest jobs running (counting those this claim
+-- takes) goes first; then due order. Kinds that are paused are skipped; a kind's concurrency
+-- cap, its starts per minute and :per_requester cap what is taken. Then, as ever: lock the jobs
+-- skipping rows others hold, open an attempt on each, move them to running with the attempt as
+-- fencing token, and write each one's event (a notice when it has an origin).
+-- Queued jobs are read lane by lane (job_lane: kind, group, requester, priority), one probe per
+-- lane and at most :limit jobs from each, so a backlog costs a claim nothing more.
+-- A claim that a limit applies to locks claim_gate: such claims commit one after another, and
+-- the jobs claims committed after this statement's snapshot (invisible to its counts) are
+-- counted against every limit as "late" (the gate's starts as locked minus as seen).
+-- {claimable} and {live} are constants, so the generic plan can use the partial indexes.
 -- The worker's row in worker_waiting (:waiting_pid, its LISTEN connection) goes when the claim
 -- moves at least :unlist_at jobs: 0 after a wake-up (the worker is no longer waiting), its free
 -- slots otherwise (it has none left).
-WITH picked AS (
-    SELECT id, state, attempts FROM job
-    WHERE state = ANY({claimable}::job_state[]) AND run_at <= now()
-      AND (:kinds::text[] IS NULL OR kind = ANY(:kinds))
-      -- Never start an attempt beyond the maximum: only failures use attempts up.
-      AND failures < max_attempts
-    ORDER BY run_at, id
-    LIMIT :limit
-    FOR UPDATE SKIP LOCKED
+WITH RECURSIVE wanted AS (
+    -- The kinds this worker runs (NULL: any) and the caps they declare.
+    SELECT * FROM unnest(:kinds::text[], :declared_caps::int[], :declared_rates::int[])
+        AS w(kind, cap, rate)
+), rules AS (
+    -- Each kind's rules as they stand: the operator's (kind_setting) over the kind's own.
+    SELECT coalesce(w.kind, s.kind) AS kind,
+           coalesce(s.concurrency, w.cap) AS cap,
+           coalesce(s.starts_per_minute, w.rate) AS rate,
+           s.paused_at IS NOT NULL AS paused
+    FROM wanted w FULL JOIN kind_setting s ON s.kind = w.kind
+    WHERE :kinds::text[] IS NULL OR w.kind IS NOT NULL
+), gated AS (
+    -- A limit applies: wait for the turn (the row as last committed, locked to the end).
+    SELECT g.starts FROM claim_gate g
+    WHERE :per_requester::int IS NOT NULL
+       OR EXISTS (SELECT 1 FROM rules r
+                  WHERE NOT r.paused AND (r.cap IS NOT NULL OR r.rate IS NOT NULL))
+    FOR UPDATE
+), late AS (
+    SELECT coalesce((SELECT starts FROM gated) - (SELECT starts FROM claim_gate), 0) AS n
+), live AS MATERIALIZED (
+    -- The jobs running now, counted by who holds them and by kind.
+    SELECT kind, requester,
+           CASE WHEN :by_group::boolean THEN coalesce(origin_group, '') ELSE '' END AS grp
+    FROM job WHERE state = ANY({live}::job_state[])
+), held AS (
+    SELECT grp, requester, kind, count(*) AS n FROM live GROUP BY grp, requester, kind
+), lanes AS (
+    -- Every (kind, group, requester, priority) with a queued job, one index probe each.
+    (SELECT kind, coalesce(origin_group, '') AS grp, requester, priority FROM job
+     WHERE state = ANY({claimable}::job_state[])
+     ORDER BY kind, coalesce(origin_group, ''), requester, priority
+     LIMIT 1)
+    UNION ALL
+    SELECT n.* FROM lanes l CROSS JOIN LATERAL (
+        SELECT kind, coalesce(origin_group, '') AS grp, requester, priority FROM job
+        WHERE state = ANY({claimable}::job_state[])
+          AND (kind, coalesce(origin_group, ''), requester, priority)
+              > (l.kind, l.grp, l.requester, l.priority)
+        ORDER BY kind, coalesce(origin_group, ''), requester, priority
+        LIMIT 1
+    ) n
+), allowed_lanes AS (
+    -- The lanes this worker may take from now ("late" joined: this claim has its turn, when
+    -- gated, before it locks any job below).
+    SELECT l.*, CASE WHEN :by_group::boolean THEN l.grp ELSE '' END AS fgrp, late.n AS late,
+           r.cap
+    FROM lanes l CROSS JOIN late LEFT JOIN rules r ON r.kind = l.kind
+    WHERE (:kinds::text[] IS NULL OR r.kind IS NOT NULL) AND NOT coalesce(r.paused, false)
+), open AS (
+    -- How many jobs each lane may give this claim: its even share of its group's even share,
+    -- and as many more as its group and its requester have fewer running than the busiest (an
+    -- upper bound of what fair share takes from it; a lane cut short is read again next claim);
+    -- never more than its kind's cap and its requester's cap leave (a capped lane is not read).
+    SELECT l.*,
+           least(
+               ceil(:limit::int / (l.groups * l.mates)::float8)::int
+               + (max(l.grunning) OVER () - l.grunning)::int
+               + (max(l.running) OVER () - l.running)::int,
+               greatest(0, coalesce(l.cap - l.krunning - l.late, :limit::int)),
+               greatest(0, coalesce(:per_requester::int - l.own - l.late, :limit::int))
+           ) AS share
+    FROM (
+        SELECT a.*, coalesce(h.n, 0) AS running, coalesce(g.n, 0) AS grunning,
+               coalesce(o.n, 0) AS own, coalesce(k.n, 0) AS krunning,
+               count(*) OVER (PARTITION BY a.fgrp) AS mates,
+               (SELECT count(DISTINCT fgrp) FROM allowed_lanes) AS groups
+        FROM allowed_lanes a
+        LEFT JOIN (SELECT grp, requester, sum(n) AS n FROM held GROUP BY grp, requester) h
+            ON h.grp = a.fgrp AND h.requester = a.requester
+        LEFT JOIN (SELECT grp, sum(n) AS n FROM held GROUP BY grp) g ON g.grp = a.fgrp
+        LEFT JOIN (SELECT requester, sum(n) AS n FROM held GROUP BY requester) o
+            ON o.requester = a.requester
+        LEFT JOIN (SELECT kind, sum(n) AS n FROM held GROUP BY kind) k ON k.kind = a.kind
+    ) l
+), due AS (
+    -- The first due jobs of each open lane.
+    SELECT c.id, c.run_at, c.state, l.kind, l.requester, l.priority, l.fgrp AS grp
+    FROM open l CROSS JOIN LATERAL (
+        SELECT j.id, j.run_at, j.state FROM job j
+        WHERE j.state = ANY({claimable}::job_state[]) AND j.kind = l.kind
+          AND coalesce(j.origin_group, '') = l.grp AND j.requester = l.requester
+          AND j.priority = l.priority AND j.run_at <= now()
+          -- Never start an attempt beyond the maximum: only failures use attempts up.
+          AND j.failures < j.max_attempts
+        ORDER BY j.run_at, j.id
+        LIMIT least(:limit::int, l.share)
+        -- Locked as read, skipping rows other claims hold, as the plain FIFO claim did: two
+        -- claims at once take different jobs. What this claim reads but does not take is held
+        -- only until it commits.
+        FOR UPDATE OF j SKIP LOCKED
+    ) c
+), by_person AS (
+    -- Each job's place among its requester's (fair share), after their running jobs; and
+    -- among all of the person's jobs, for :per_requester.
+    SELECT d.*,
+           coalesce(h.n, 0) + row_number() OVER (PARTITION BY d.grp, d.requester
+                                                 ORDER BY d.priority DESC, d.run_at, d.id) AS vr,
+           coalesce(a.n, 0) + row_number() OVER (PARTITION BY d.requester
+                                                 ORDER BY d.priority DESC, d.run_at, d.id) AS own
+    FROM due d
+    LEFT JOIN (SELECT grp, requester, sum(n) AS n FROM held GROUP BY grp, requester) h
+        ON h.grp = d.grp AND h.requester = d.requester
+    LEFT JOIN (SELECT requester, sum(n) AS n FROM held GROUP BY requester) a
+        ON a.requester = d.requester
+), by_group AS (
+    -- ... and its group's place among the groups (fair share one level up).
+    SELECT p.*,
+           coalesce(h.n, 0) + row_number() OVER (PARTITION BY p.grp
+                                                 ORDER BY p.priority DESC, p.vr, p.run_at, p.id)
+               AS vg
+    FROM by_person p CROSS JOIN late
+    LEFT JOIN (SELECT grp, sum(n) AS n FROM held GROUP BY grp) h ON h.grp = p.grp
+    WHERE :per_requester::int IS NULL OR p.own + late.n <= :per_requester
+), by_kind AS (
+    SELECT g.*, row_number() OVER (PARTITION BY g.kind
+                                   ORDER BY g.priority DESC, g.vg, g.vr, g.run_at, g.id) AS kn
+    FROM by_group g
+), allowed AS (
+    -- What each kind's caps let start now.
+    SELECT k.* FROM by_kind k CROSS JOIN late LEFT JOIN rules r ON r.kind = k.kind
+    WHERE (r.cap IS NULL
+           OR k.kn + late.n + (SELECT coalesce(sum(n), 0) FROM held h WHERE h.kind = k.kind)
+              <= r.cap)
+      AND (r.rate IS NULL
+           OR k.kn + late.n + (SELECT count(*) FROM kind_start s
+                               WHERE s.kind = k.kind AND s.at > now() - interval '1 minute')
+              <= r.rate)
+), picked AS (
+    SELECT a.id, a.state FROM allowed a
+    ORDER BY a.priority DESC, a.vg, a.vr, a.run_at, a.id
+    LIMIT :limit::int
 ), moved AS (
     -- The attempt's id is drawn here, so the rows below are written straight from this one
     -- (joined back, the planner expecting a row or two does nested loops: 100 x 100 rescans).
@@ -176,6 +320,16 @@ WITH picked AS (
     SELECT id, from_state, 'running', 'worker', current_attempt_id, NULL,
            CASE WHEN origin <> '{}'::jsonb THEN now() END
     FROM moved
+), turn AS (
+    -- The turn's count goes up by what this claim took (the row is this claim's, locked above).
+    UPDATE claim_gate SET starts = starts + (SELECT count(*) FROM moved)
+    WHERE EXISTS (SELECT 1 FROM gated) AND EXISTS (SELECT 1 FROM moved)
+), started AS (
+    INSERT INTO kind_start (kind)
+    SELECT m.kind FROM moved m JOIN rules r ON r.kind = m.kind WHERE r.rate IS NOT NULL
+), forgotten AS (
+    DELETE FROM kind_start s USING rules r
+    WHERE r.rate IS NOT NULL AND s.kind = r.kind AND s.at < now() - interval '1 minute'
 ), unlisted AS (
     DELETE FROM worker_waiting
     WHERE pid = :waiting_pid AND (SELECT count(*) FROM moved) >= :unlist_at
@@ -200,8 +354,12 @@ UPDATE job SET max_attempts = greatest(max_attempts, failures + 1) WHERE id = :i
 -- now cancelling). :fence 'attempt': only the row's current attempt may write
 -- (a refused write is kept as an ignored event); 'none': no attempt involved. A move reason of
 -- '@keep' keeps the job's reason. :charges, per move: it uses up one of the job's max_attempts.
--- Every job row is locked before it is read: callers that race a claim lock it first
--- (job_lock_by_public_id), so this statement's snapshot sees what the claim committed.
+-- Every job row is locked before it is read. A row whose locked version names an attempt this
+-- statement's snapshot cannot see (a claim committed while the statement waited for the row, or
+-- after its snapshot) is raced: it does not move, since the end of that attempt would be
+-- written against a snapshot without it; the caller moves it again in a new statement
+-- (docs/state-machine.md, "A cancel racing a claim"). A fenced writer's raced row is simply
+-- stale: its attempt is no longer the job's.
 WITH input AS (
     SELECT * FROM unnest(:job_ids::bigint[], :attempt_ids::bigint[], :reasons::text[],
                          :results::jsonb[], :errors::jsonb[], :run_ats::timestamptz[])
@@ -222,12 +380,16 @@ WITH input AS (
     CROSS JOIN LATERAL (SELECT * FROM job WHERE job.id = i.job_id OFFSET 0) j
     ORDER BY j.id
     FOR UPDATE OF j
+), seen AS (
+    SELECT c.*, (c.current_attempt_id IS NOT NULL AND NOT EXISTS (
+                     SELECT 1 FROM attempt a WHERE a.id = c.current_attempt_id)) AS raced
+    FROM cur c
 ), plan AS (
     SELECT c.*, m.to_state, m.outcome, m.charge,
            CASE WHEN m.reason = '@keep' THEN c.old_reason ELSE coalesce(m.reason, c.reason) END
                AS new_reason
-    FROM cur c JOIN moves m ON m.from_state = c.state
-    WHERE :fence::text <> 'attempt' OR c.current_attempt_id = c.attempt_id
+    FROM seen c JOIN moves m ON m.from_state = c.state
+    WHERE NOT c.raced AND (:fence::text <> 'attempt' OR c.current_attempt_id = c.attempt_id)
 ), moved AS (
     UPDATE job j SET
         state = p.to_state,
@@ -274,12 +436,14 @@ WITH input AS (
                'current_attempt_id', c.current_attempt_id, 'left_behind_result', c.result,
                'error', c.error)),
            true
-    FROM cur c
+    FROM seen c
     WHERE :fence::text = 'attempt' AND NOT EXISTS (SELECT 1 FROM plan p WHERE p.id = c.id)
 )
 -- (Not the params, origin or checkpoint: nobody reads them from a transition, and decoding
 -- them would cost a worker's batch of ends three JSON documents per job.)
 SELECT c.id, c.state AS from_state, m.state AS to_state, m.public_id, m.kind,
+       -- A fenced writer a claim raced has lost its attempt: refused (and kept as ignored).
+       c.raced AND :fence::text <> 'attempt' AS raced,
        now() - m.run_at AS since_due,
        CASE
            WHEN m.id IS NULL THEN NULL
@@ -289,7 +453,7 @@ SELECT c.id, c.state AS from_state, m.state AS to_state, m.public_id, m.kind,
        END AS _notified,
        CASE WHEN m.id IS NOT NULL AND m.origin <> '{}'::jsonb
             THEN pg_notify('errand_outbox', '')::text END AS _outbox_notified
-FROM cur c LEFT JOIN moved m ON m.id = c.id;
+FROM seen c LEFT JOIN moved m ON m.id = c.id;
 
 -- name: job_lock_many
 -- Lock jobs in id order, for a transaction that moves them with more than one statement.
@@ -511,3 +675,16 @@ WITH gone AS (
     DELETE FROM event WHERE job_id IN (SELECT id FROM gone)
 )
 SELECT id FROM gone;
+
+-- name: job_silent
+-- Live jobs of one transport (with :partitions > 0, only those whose partition modulo it is
+-- one of :mine) whose current attempt's worker was last heard from more than :seconds ago,
+-- longest silent first: a transport says so (a worker killed, a host lost) in the time the
+-- reaper waits for the lease to end. Reads the partial index job_live.
+SELECT j.id AS job_id, j.public_id, a.heartbeat_at
+FROM job j JOIN attempt a ON a.id = j.current_attempt_id
+WHERE j.state = ANY({live}::job_state[]) AND j.transport = :transport
+  AND (:partitions = 0 OR mod(j.partition, :partitions) = ANY(:mine::bigint[]))
+  AND a.heartbeat_at < now() - make_interval(secs => :seconds)
+ORDER BY a.heartbeat_at
+LIMIT :limit;

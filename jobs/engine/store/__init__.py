@@ -12,16 +12,21 @@ reads and deletes in :mod:`jobs.engine.admin`: no SQL on the job tables lives ou
 from __future__ import annotations
 
 from jobs.engine.store.base import Kinds, KindSpec, Quotas
+from jobs.engine.store.kinds import KindRules
 from jobs.engine.store.mailbox import Mailbox
+from jobs.engine.store.rates import Rates
 from jobs.engine.store.reaper import Reaper, ReaperWatch
 from jobs.engine.store.requests import Requests
-from jobs.engine.store.submit import Submission, Submits
+from jobs.engine.store.schedules import Schedules
+from jobs.engine.store.submit import Submission
 from jobs.engine.store.worker import WorkerVerbs
 
 __all__ = ["JobStore", "KindSpec", "Kinds", "Quotas", "ReaperWatch", "Submission"]
 
 
-class JobStore(Submits, Requests, Mailbox, WorkerVerbs, Reaper):
+class JobStore(Schedules, Requests, Mailbox, KindRules, WorkerVerbs, Reaper, Rates):
     """Reads and writes of the job record through one pool: submit (:mod:`.submit`), read
     (:mod:`.reads`), cancel and resolve (:mod:`.requests`), answer and tell (:mod:`.mailbox`),
-    the worker's protocol (:mod:`.worker`) and the reaper (:mod:`.reaper`)."""
+    the worker's protocol (:mod:`.worker`), the reaper (:mod:`.reaper`), a kind's rules in the
+    line (:mod:`.kinds`), recurring schedules (:mod:`.schedules`) and rate budgets shared by the
+    fleet (:mod:`.rates`)."""

@@ -45,6 +45,13 @@ class KindSpec(ABC):
     """Maximum wall time from submit to the end, in seconds (None: no deadline)."""
     requester_may_resolve: bool = False
     """Whether the requester (not only an operator) may resolve an ``unknown`` outcome."""
+    priority: int = 0
+    """The priority of its jobs unless a submit says otherwise (-10 to 10; higher first)."""
+    concurrency: int | None = None
+    """At most this many of its jobs run at once across the fleet (None: no cap); an operator
+    overrides it with ``errand kind limit``."""
+    starts_per_minute: int | None = None
+    """At most this many of its jobs start in any minute across the fleet (None: no cap)."""
 
     @abstractmethod
     def validate(self, raw: dict[str, Any]) -> dict[str, Any]:
@@ -65,10 +72,18 @@ class Base:
     """The store's state: one pool, the registry of kinds, the quotas, the named queries."""
 
     def __init__(
-        self, pool: asyncpg.Pool, registry: Kinds, *, quotas: Quotas | None = None
+        self,
+        pool: asyncpg.Pool,
+        registry: Kinds,
+        *,
+        quotas: Quotas | None = None,
+        claims: asyncpg.Pool | None = None,
     ) -> None:
         self.pool = pool
         self.registry = registry
         self.quotas = quotas or Quotas()
         self.sql: Queries = engine_queries()
         self.lane = Lane(pool)  # for one-statement submits made one after another
+        # The claim's own connections plan it once (jobs/engine/db.py, claim_pool); without
+        # them it shares the lane and is planned on each call.
+        self.claim_lane = Lane(claims) if claims is not None else self.lane

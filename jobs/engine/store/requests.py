@@ -1,9 +1,11 @@
 """What people ask of a job: cancel it, or settle an ``unknown`` one.
 
-Each request locks the job first and then moves it with :func:`~jobs.engine.transition.transition`
-in a second statement of the same transaction. The lock waits for a claim that holds the row;
-the move's statement then starts after the claim committed, so it sees the claim's attempt and
-ends it when the move leaves the live states (docs/state-machine.md, "A cancel racing a claim").
+A cancel moves the job with :func:`~jobs.engine.transition.transition` in one statement of its
+own: its commit, which tells the worker, is the first thing the caller waits for. When a claim
+commits under that statement, the row comes back ``raced`` and unmoved; the cancel then locks the
+job and moves it again in a second statement of one transaction, which starts after the claim
+and sees its attempt (docs/state-machine.md, "A cancel racing a claim"). A resolve, which may
+grant an attempt with the move, always takes that locked path.
 """
 
 from __future__ import annotations
@@ -60,6 +62,17 @@ class Requests(Reads):
         assert record is not None  # locked by this transaction
         return moved, JobView.from_record(record)
 
+    async def _close_cancelled(self, conn: Conn, job_id: int, actor: Actor) -> None:
+        """Nothing will answer a cancelled job's questions: an answer after this is refused."""
+        await close_questions(
+            self.sql,
+            conn,
+            [job_id],
+            status=QuestionStatus.CLOSED,
+            reason="the job was cancelled",
+            actor=actor,
+        )
+
     async def cancel(
         self,
         public_id: str,
@@ -87,20 +100,30 @@ class Requests(Reads):
         if force:
             why = f"{reason} (forced)" if reason else "forced"
         request = CancelRequest(by=by, reason=reason or f"requested by {actor.value}")
-        async with self.pool.acquire() as conn, conn.transaction():
-            moved, job = await self._request(
-                conn, normalize(public_id), rule, Row(0, reason=why), cancel=request
-            )
-            if moved.target is State.CANCELLED:
-                # Nothing will answer its questions now: an answer after this is refused.
-                await close_questions(
-                    self.sql,
-                    conn,
-                    [job.id],
-                    status=QuestionStatus.CLOSED,
-                    reason="the job was cancelled",
-                    actor=actor,
-                )
+        public_id = normalize(public_id)
+        async with self.pool.acquire() as conn:
+            job_id = await self.sql.fetchval(conn, "job_id_by_public_id", public_id=public_id)
+            if job_id is None:
+                raise UnknownJob(public_id)
+            [moved] = await transition(conn, rule, [Row(job_id, reason=why)], cancel=request)
+            if moved.raced:
+                async with conn.transaction():
+                    moved, job = await self._request(
+                        conn, public_id, rule, Row(0, reason=why), cancel=request
+                    )
+                    if moved.target is State.CANCELLED:
+                        await self._close_cancelled(conn, job.id, actor)
+            else:
+                if moved.target is State.CANCELLED:
+                    # After the move's own commit (which told the worker first): an answer in
+                    # between finds the job ended and is refused as closed all the same.
+                    async with conn.transaction():
+                        await self.sql.fetch(conn, "job_lock_many", ids=[job_id])
+                        await self._close_cancelled(conn, job_id, actor)
+                record = await self.sql.fetchrow(conn, "job_get_by_id", id=job_id)
+                if record is None:  # pruned by an operator meanwhile
+                    raise UnknownJob(public_id)
+                job = JobView.from_record(record)
         if moved.ok:
             done = (
                 CancelResult.CANCELLED
@@ -108,11 +131,13 @@ class Requests(Reads):
                 else CancelResult.CANCELLING
             )
             return observe.cancel_answered(CancelOutcome(job, done, True))
+        # Not moved: answered from the job as read after the move's statement, which a worker's
+        # end may have carried from cancelling to its end meanwhile (then too late, truly).
+        if moved.source in TERMINAL or job.state in TERMINAL:
+            return observe.cancel_answered(CancelOutcome(job, CancelResult.TOO_LATE, False))
         if moved.source is State.CANCELLING:
             answer = CancelOutcome(job, CancelResult.ALREADY_CANCELLING, False)
             return observe.cancel_answered(answer)
-        if moved.source in TERMINAL:
-            return observe.cancel_answered(CancelOutcome(job, CancelResult.TOO_LATE, False))
         raise IllegalTransition(job.public_id, moved.source.value, "cancelled", actor.value)
 
     async def resolve(
@@ -139,7 +164,9 @@ class Requests(Reads):
             raise NotAllowed(f"jobs of kind {job.kind} can only be resolved by an operator")
         if target not in allowed(State.UNKNOWN, actor):
             raise NotAllowed(f"a {actor.value} cannot resolve a job as {outcome}")
-        text = f"resolved as {outcome} by {by}: {note}"
+        # Who resolved it is the event's data (``by``), shown by each transport its own way:
+        # a Discord user's raw id does not belong in the reason every surface prints.
+        text = f"resolved as {outcome}: {note}"
         run_at = datetime.now(UTC) if target is State.QUEUED else None
         async with self.pool.acquire() as conn, conn.transaction():
             moved, job = await self._request(

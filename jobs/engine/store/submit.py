@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import asyncpg
@@ -18,9 +19,16 @@ import asyncpg
 import jobs.limits as limits
 from jobs.engine.db import Conn
 from jobs.engine.ids import new_public_id, new_public_ids
+from jobs.engine.line import PRIORITY_MAX, PRIORITY_MIN
 from jobs.engine.store.base import Base, KindSpec
 from jobs.engine.views import JobView
-from jobs.errors import ErrandError, IdempotencyConflict, InvalidParams, QuotaExceeded
+from jobs.errors import (
+    ErrandError,
+    IdempotencyConflict,
+    InvalidParams,
+    QuotaExceeded,
+)
+from jobs.limits import InvalidInput
 
 
 @dataclass(frozen=True)
@@ -33,6 +41,30 @@ class Submission:
     origin: dict[str, Any] | None = None
     origin_group: str | None = None
     idempotency_key: str | None = None
+    priority: int | None = None
+    """-10 to 10, higher first; None: the kind's own (``@kind(priority=...)``, default 0)."""
+    run_at: datetime | None = None
+    """When it becomes due (a delayed job); None: now."""
+    where: str | None = None
+    """How a refusal names this row ("line 3" of a file); ``row N``, counted from 1, if None."""
+
+
+def checked_priority(priority: int | None, spec: KindSpec) -> int:
+    """The priority a job gets: the submit's, else its kind's. Raises InvalidInput."""
+    if priority is None:
+        return spec.priority
+    return limits.integer("priority", priority, PRIORITY_MIN, PRIORITY_MAX)
+
+
+def checked_run_at(run_at: datetime | None) -> datetime | None:
+    """A due time with its timezone (a naive one is ambiguous). Raises InvalidInput."""
+    if run_at is not None and run_at.utcoffset() is None:
+        raise InvalidInput("run_at: give a time with its timezone (e.g. UTC)")
+    return run_at
+
+
+def _named(n: int, sub: Submission) -> str:
+    return sub.where or f"row {n + 1}"
 
 
 class _ValidParams:
@@ -83,6 +115,8 @@ _BULK_COLUMNS = (
     ("idempotency_keys", "idempotency_key"),
     ("max_attempts_each", "max_attempts"),
     ("deadline_seconds_each", "deadline_seconds"),
+    ("priorities", "priority"),
+    ("run_ats", "run_at"),
 )
 
 
@@ -129,8 +163,13 @@ class Submits(Base):
         origin: dict[str, Any] | None = None,
         origin_group: str | None = None,
         idempotency_key: str | None = None,
+        priority: int | None = None,
+        run_at: datetime | None = None,
     ) -> tuple[JobView, bool]:
         """Create a job, or return the one this idempotency key already made.
+
+        ``priority`` (-10 to 10, higher first) defaults to the kind's; ``run_at`` makes it a
+        delayed job, due then (cancel it before then and it never runs).
 
         Returns:
             The job and whether this call created it.
@@ -153,6 +192,8 @@ class Submits(Base):
             limits.json_value("origin", origin)
         spec = self.registry.get(kind)
         clean = spec.validate(params)
+        rank = checked_priority(priority, spec)
+        due = checked_run_at(run_at)
         values = {
             "kind": kind,
             "params": clean,
@@ -162,6 +203,8 @@ class Submits(Base):
             "idempotency_key": idempotency_key,
             "max_attempts": spec.max_attempts,
             "deadline_seconds": spec.deadline_seconds,
+            "priority": rank,
+            "run_at": due,
         }
         if self.quotas.per_requester is None and (
             self.quotas.per_group is None or origin_group is None
@@ -225,7 +268,8 @@ class Submits(Base):
             For each submission in order: its job's public id and whether this call created it.
 
         Raises:
-            UnknownKind, InvalidParams: naming the row (counted from 1); nothing was created.
+            UnknownKind, InvalidParams: naming the row (its ``where``, else counted from 1);
+                nothing was created.
             QuotaExceeded: with quotas configured rows are submitted one by one, and the
                 rows before the one over the limit stay created.
             IdempotencyConflict: a key already made a job of another kind or with other params;
@@ -239,6 +283,7 @@ class Submits(Base):
         origins = _JsonTexts("origin")
         valid = _ValidParams()
         texts: list[str] = []
+        ranks: list[int] = []
         for n, sub in enumerate(submissions):
             try:
                 limits.text("kind", sub.kind)
@@ -250,10 +295,12 @@ class Submits(Base):
                 origins.check(sub.origin)
                 spec = self.registry.get(sub.kind)
                 clean, text = valid.clean(sub.kind, spec, sub.params)
+                ranks.append(checked_priority(sub.priority, spec))
+                checked_run_at(sub.run_at)
                 cleaned.append(clean)
                 texts.append(text)
             except ErrandError as exc:
-                exc.args = (f"row {n + 1}: {exc}",)  # same type, the row named in the message
+                exc.args = (f"{_named(n, sub)}: {exc}",)  # same type, the row named in it
                 raise
             specs.append(spec)
         if self.quotas.per_requester is not None or self.quotas.per_group is not None:
@@ -266,6 +313,8 @@ class Submits(Base):
                     origin=s.origin,
                     origin_group=s.origin_group,
                     idempotency_key=s.idempotency_key,
+                    priority=s.priority,
+                    run_at=s.run_at,
                 )
                 out.append((job.public_id, created))
             return out
@@ -280,8 +329,8 @@ class Submits(Base):
                     first = first_of[key]
                     if (sub.kind, cleaned[n]) != (submissions[first].kind, cleaned[first]):
                         raise InvalidParams(
-                            f"row {n + 1}: idempotency key {key!r} is used by row {first + 1} "
-                            "for a different request"
+                            f"{_named(n, sub)}: idempotency key {key!r} is used by "
+                            f"{_named(first, submissions[first])} for a different request"
                         )
                     continue
                 first_of[key] = n
@@ -313,6 +362,8 @@ class Submits(Base):
                     [submissions[n].idempotency_key for n in rows],
                     [specs[n].max_attempts for n in rows],
                     [specs[n].deadline_seconds for n in rows],
+                    [ranks[n] for n in rows],
+                    [submissions[n].run_at for n in rows],
                 ],
             )
             try:

@@ -9,6 +9,7 @@ from typing import Any
 
 from jobs.engine import policy
 from jobs.engine.db import Conn
+from jobs.engine.line import Fairness, KindCaps
 from jobs.engine.mail import QuestionStatus
 from jobs.engine.moves import AttemptOutcome, Finish, Moved, Policy, Verdict
 from jobs.engine.state import Actor, State
@@ -36,10 +37,13 @@ class WorkerVerbs(Base):
         limit: int,
         lease_seconds: float,
         kinds: Sequence[str] | None = None,
+        fairness: Fairness | None = None,
         waiting_pid: int | None = None,
         unlist_at: int = 0,
     ) -> list[Claim]:
-        """Claim up to ``limit`` due jobs with ``FOR UPDATE SKIP LOCKED``; one attempt each.
+        """Claim up to ``limit`` due jobs with ``FOR UPDATE SKIP LOCKED``; one attempt each, in
+        the claim's order and within the limits of each kind (declared by the kinds this store
+        knows, or set by an operator) and of ``fairness``.
 
         One statement, no BEGIN/COMMIT; its rows are all the runtime needs to run them.
 
@@ -49,7 +53,13 @@ class WorkerVerbs(Base):
         """
         # One statement, one after another from a worker's claim loop: on the lane's connection
         # (jobs/engine/lane.py), which spares each claim the pool's checkout.
-        conn = await self.lane.take()
+        caps = [
+            KindCaps(k, spec.concurrency, spec.starts_per_minute)
+            for k in kinds or ()
+            if (spec := self.registry.find(k)) is not None
+            and (spec.concurrency is not None or spec.starts_per_minute is not None)
+        ]
+        conn = await self.claim_lane.take()
         try:
             claims = await claim(
                 conn,
@@ -57,13 +67,15 @@ class WorkerVerbs(Base):
                 limit=limit,
                 lease_seconds=lease_seconds,
                 kinds=kinds,
+                caps=caps,
+                fairness=fairness,
                 waiting_pid=waiting_pid,
                 unlist_at=unlist_at,
             )
         except BaseException:
-            await self.lane.put(conn, failed=True)
+            await self.claim_lane.put(conn, failed=True)
             raise
-        await self.lane.put(conn)
+        await self.claim_lane.put(conn)
         return claims
 
     async def wait_for_jobs(self, worker: str, listener_pid: int) -> None:

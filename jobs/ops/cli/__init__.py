@@ -1,6 +1,7 @@
-"""The operator CLI of the engine: ``errand worker``, ``errand job ...``, ``errand outbox ...``,
-``errand migrate`` and ``errand prune``, a module per command group (``job.py``, ``outbox.py``;
-the top-level commands here), with their help (``help.py``), their text (``render.py``) and what
+"""The operator CLI of the engine: ``errand worker``, ``errand job ...``, ``errand kind ...``,
+``errand schedule ...``, ``errand outbox ...``, ``errand migrate`` and ``errand prune``, a module
+per command group (``job.py``, ``kind.py``, ``schedule.py``, ``outbox.py``; the top-level
+commands here), with their help (``help.py``), their text (``render.py``) and what
 they share (``shared.py``). :func:`build_cli` puts a transport's commands beside them, and
 :func:`run` runs a CLI app.
 
@@ -19,8 +20,10 @@ from typer.core import TyperCommand
 import jobs.limits as limits
 from jobs.ops.cli.help import Command, Group
 from jobs.ops.cli.job import job_app
+from jobs.ops.cli.kind import kind_app
 from jobs.ops.cli.outbox import outbox_app
 from jobs.ops.cli.render import status_text
+from jobs.ops.cli.schedule import schedule_app
 from jobs.ops.cli.shared import JsonOpt, checked, emit, fail, run, text_arg, with_engine
 
 if TYPE_CHECKING:
@@ -51,6 +54,8 @@ def worker(
 
 
 app.add_typer(job_app, name="job")
+app.add_typer(kind_app, name="kind")
+app.add_typer(schedule_app, name="schedule")
 app.add_typer(outbox_app, name="outbox")
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
-COMMAND_ORDER = ("worker", "job", "outbox", "migrate", "prune")
+COMMAND_ORDER = ("worker", "job", "kind", "schedule", "outbox", "migrate", "prune")
 """The engine's commands in reading order: running it, working with jobs, upkeep. A transport's
 commands (the bot's) come before them, in the order the transport defines them."""
 

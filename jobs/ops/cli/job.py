@@ -8,16 +8,20 @@ from __future__ import annotations
 
 import json
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 import jobs.limits as limits
+import jobs.when as when
+from jobs.engine.line import PRIORITY_MAX, PRIORITY_MIN
 from jobs.engine.mail import MAX_KEY, MAX_MESSAGE
 from jobs.engine.state import Actor, State
+from jobs.errors import UnknownKind
 from jobs.ops.cli.help import Command, Group, SubmitCommand
-from jobs.ops.cli.render import job_lines, status_text, timeline_text
+from jobs.ops.cli.render import cancel_text, job_lines, status_text, timeline_text
 from jobs.ops.cli.shared import (
     JsonOpt,
     checked,
@@ -57,6 +61,20 @@ def job_submit(
         typer.Option(metavar="KEY", help="Submitting again with the same key returns that job."),
     ] = None,
     requester: Annotated[str, typer.Option(metavar="WHO", help="Who asks.")] = "cli",
+    priority: Annotated[
+        int | None,
+        typer.Option(metavar="N", help="-10 to 10, higher runs first (default: the kind's)."),
+    ] = None,
+    at: Annotated[
+        str | None,
+        typer.Option(metavar="TIME", help="Run then: HH:MM or a date and time (in --tz)."),
+    ] = None,
+    in_: Annotated[
+        str | None, typer.Option("--in", metavar="DURATION", help="Run after this long: 2h, 90s.")
+    ] = None,
+    tz: Annotated[
+        str | None, typer.Option(metavar="ZONE", help="Read --at in this timezone (default UTC).")
+    ] = None,
     from_file: Annotated[
         Path | None,
         typer.Option(
@@ -69,7 +87,12 @@ def job_submit(
     as_json: JsonOpt = False,
 ) -> None:
     """Submit a job (or a file of them); prints its id at once."""
+    run_at = _run_at(at, in_, tz)
+    if priority is not None:
+        checked(lambda: limits.integer("--priority", priority, PRIORITY_MIN, PRIORITY_MAX))
     if from_file is not None:
+        if run_at is not None or priority is not None:
+            fail("--from takes each job's time and priority from the file, not --at/--in")
         if kind is not None or param or idempotency_key is not None:
             fail("--from takes the kinds, params and keys from the file; give no KIND or --param")
         text_arg("--requester", requester)
@@ -85,12 +108,34 @@ def job_submit(
 
     async def go(engine: Engine) -> tuple[Any, bool]:
         return await engine.store.submit(
-            kind, params, requester=requester, idempotency_key=idempotency_key
+            kind,
+            params,
+            requester=requester,
+            idempotency_key=idempotency_key,
+            priority=priority,
+            run_at=run_at,
         )
 
     job, created = with_engine(go, kinds=True)
     out = job.to_json() | {"created": created}
-    emit(out, as_json, f"{job.public_id} {job.state.value}")
+    due = f" (due {job.run_at:%Y-%m-%d %H:%M:%S %Z})" if run_at is not None else ""
+    emit(out, as_json, f"{job.public_id} {job.state.value}{due}")
+
+
+def _run_at(at: str | None, in_: str | None, tz: str | None) -> datetime | None:
+    """``--at`` or ``--in`` as a time to come (None: now); bad input exits with code 2."""
+    if at is not None and in_ is not None:
+        fail("give --at or --in, not both")
+    for name, value in (("--at", at), ("--in", in_), ("--tz", tz)):
+        if value is not None:
+            text_arg(name, value)
+    try:
+        zone = when.zone(tz)
+        if in_ is not None:
+            return when.ahead(datetime.now(UTC) + timedelta(seconds=when.duration(in_)))
+        return when.when(at, tz=zone) if at is not None else None
+    except ValueError as exc:
+        fail(str(exc))
 
 
 _ROW_KEYS = {"kind", "params", "idempotency_key", "requester", "origin", "origin_group"}
@@ -128,7 +173,10 @@ def _submit_file(path: Path, requester: str, as_json: bool) -> None:
             fail(f'line {number}: "origin" must be an object')
         if not (group is None or isinstance(group, str)):
             fail(f'line {number}: "origin_group" must be a string')
-        rows.append(Submission(raw["kind"], params, who or requester, origin, group, key))
+        where = f"line {number}"  # the store's refusals name it as the checks above do
+        rows.append(
+            Submission(raw["kind"], params, who or requester, origin, group, key, where=where)
+        )
     if not rows:
         fail(f"{path}: no jobs (one JSON object per line)")
 
@@ -146,9 +194,13 @@ def _submit_file(path: Path, requester: str, as_json: bool) -> None:
 
 @job_app.command("status", cls=Command)
 def job_status(job_id: str, as_json: JsonOpt = False) -> None:
-    """Show a job's state, progress, attempts and events."""
+    """Show a job's state, progress, attempts and events; a queued one's place in line."""
+    from jobs.engine.line import Fairness
+    from jobs.settings import WorkerSettings
+
     job_id = job_id_arg(job_id)
-    status = with_engine(lambda e: e.store.status(job_id))
+    fair = Fairness(by_group=WorkerSettings().fair_by_group)
+    status = with_engine(lambda e: e.store.status_in_line(job_id, fair))
     emit(status.to_json(), as_json, status_text(status))
 
 
@@ -180,15 +232,21 @@ def job_list(
             text_arg(name, value)
 
     async def go(engine: Engine) -> Any:
-        return await engine.store.list_jobs(
+        found = await engine.store.list_jobs(
             states=state,
             kind=kind,
             requester=requester,
             newer_than_seconds=newer_than,
             limit=limit,
         )
+        # A kind no worker knows and no job has is a typo, as `job submit` says; a kind whose
+        # plugin was removed still lists its jobs.
+        if kind is not None and not found and kind not in engine.registry.names():
+            raise UnknownKind(kind, engine.registry.names())
+        return found
 
-    jobs = with_engine(go)
+    # The registry is loaded (its imports) only to check a --kind.
+    jobs = with_engine(go, kinds=kind is not None)
     emit({"jobs": [j.to_json() for j in jobs]}, as_json, job_lines(jobs))
 
 
@@ -259,7 +317,7 @@ def job_cancel(
 
     result = with_engine(go)
     out = result.job.to_json() | {"outcome": result.outcome, "changed": result.changed}
-    emit(out, as_json, f"{result.job.public_id} {result.outcome} ({result.job.state.value})")
+    emit(out, as_json, cancel_text(result.job.public_id, result.outcome, result.job.state))
 
 
 @job_app.command("resolve", cls=Command)

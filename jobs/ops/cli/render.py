@@ -8,6 +8,7 @@ import json
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from jobs.engine.line import place_line
 from jobs.engine.mail import Question, QuestionStatus, WaitFor
 from jobs.engine.state import State
 from jobs.engine.views import JobStatus, JobView
@@ -29,6 +30,10 @@ def status_text(status: JobStatus) -> str:
     shown_params = {k: v for k, v in job.params.items() if k not in TASK_FIELDS}
     if shown_params:
         rows.append(("params", json.dumps(shown_params, default=str, sort_keys=True)[:300]))
+    if status.place is not None:  # "3rd in line for agent · 4 of 4 running · starts in ..."
+        rows.append(("place", place_line(status.place)))
+    elif job.state is State.QUEUED and job.run_at > job.created_at and not job.attempts:
+        rows.append(("due", f"{job.run_at:%Y-%m-%d %H:%M:%S %Z}".strip()))
     if job.progress_line:  # "Step 3 of 5 · note", as Discord and the page show it
         rows.append(("progress", job.progress_line))
     if job.state is State.WAITING:
@@ -42,9 +47,13 @@ def status_text(status: JobStatus) -> str:
         if isinstance(error, dict) and {"type", "message"} <= set(error):
             error = f"{error['type']}: {error['message']}"
         text = error if isinstance(error, str) else json.dumps(error, default=str)
-        if not job.reason or job.reason not in text:
+        if not job.reason or (job.reason not in text and text not in job.reason):  # once
             rows.append(("error", text[:500]))
     rows.append(("", job.attempt_line))  # "attempt 1 · 0 failures (max 3)", as on Discord
+    if job.finished_at is not None and job.run_seconds is not None:
+        # Both named, as on Discord: the wall time counts every wait, the run time none.
+        wall = (job.finished_at - job.created_at).total_seconds()
+        rows.append(("", f"run time {job.run_seconds:.1f} s · wall time {wall:.1f} s"))
     if job.usage and any(job.usage.values()):
         rows.append(("usage", ", ".join(f"{k} {v}" for k, v in job.usage.items() if v)))
     rows.append(("requester", job.requester))
@@ -52,9 +61,10 @@ def status_text(status: JobStatus) -> str:
     lines = [f"{job.public_id}  {job.kind}  {job.state.value}"]
     lines += [f"{label}: {value}" if label else value for label, value in rows]
     if status.steps:
+        # By name only: a step's row number counts every attempt's steps ("54. step 53").
         lines.append("steps:")
         lines += [
-            f"  {st['number']}. {st['name']}: {st['outcome'] or 'running'}"
+            f"  {st['name']}: {st['outcome'] or 'running'}"
             + (f" ({st['error']})" if st["error"] else "")
             for st in status.steps
         ]
@@ -111,6 +121,20 @@ def question_text(question: Question) -> str:
             f" until {_at(question.expires_at)}" if question.expires_at else ""
         )
     return f"{head} → {question.status.value}: {question.closed_reason}"
+
+
+CANCEL_TEXT = {
+    "cancelled": "{id} cancelled",
+    "cancelling": "{id} asked to stop (cancelling); `errand job status {id}` shows when it has",
+    "already_cancelling": "{id} is already stopping (cancelling)",
+    "too_late": "{id} already {state}: nothing to cancel",
+}
+"""What ``job cancel`` says for each outcome of the request (``--json`` has the outcome)."""
+
+
+def cancel_text(public_id: str, outcome: str, state: State) -> str:
+    """``job cancel`` for a person: what the request did, in words."""
+    return CANCEL_TEXT[outcome].format(id=public_id, state=state.value)
 
 
 def job_lines(jobs: list[JobView]) -> str:

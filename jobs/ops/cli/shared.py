@@ -118,6 +118,10 @@ class _NoKinds:
     def get(self, name: str) -> NoReturn:
         raise UnknownKind(name, [])
 
+    def find(self, name: str) -> None:
+        """No kind is known here: a kind's declared limits are not read (``job status`` shows
+        the limit an operator set; ``errand kind list`` loads the kinds and shows both)."""
+
     def names(self) -> list[str]:
         return []
 
