@@ -60,13 +60,14 @@ REFUSED: list[tuple[str, list[str], str]] = [
         "a parameter the kind does not have",
         ["job", "submit", "demo", "-p", "stepz=3"],
         "error: invalid params for demo: stepz: no such parameter (this kind's: steps, "
-        "step_seconds, fail_at_step, flaky, effect_seconds)",
+        "step_seconds, fail_at_step, flaky, ask, ask_at_step, choices, timeout, default, "
+        "effect_seconds)",
     ),
     (
         "a validator's message, without pydantic's prefix",
         ["job", "submit", "command", "-p", "name=nothere"],
         "error: invalid params for command: params: no command 'nothere' in the catalog; "
-        "known: count, date, disk_usage, hello",
+        "known: count, date, disk_usage, hello, restart_service",
     ),
     (
         "a lone surrogate in a JSON parameter",

@@ -105,6 +105,7 @@ class Flow:
 Reach = Callable[[Flow], Locator]
 FAIL = "steps=4 fail_at_step=2 step_seconds=0.5"
 SEND = "steps=1 step_seconds=0 effect_seconds=60"
+ASK = "steps=1 step_seconds=0 ask=colour? choices=red,green"
 
 # One worker slot: "slow" runs while "second" waits, queued, behind it.
 LIVE: list[tuple[str, Reach]] = [
@@ -113,6 +114,8 @@ LIVE: list[tuple[str, Reach]] = [
     ("cancelled", lambda f: f.cancel("slow")),
     ("succeeded", lambda f: f.thread("second", "succeeded")),
     ("failed", lambda f: f.new(f"/summon task:give up half way params:{FAIL}", "failed")),
+    # Its progress message once parked, not the note "waiting for an answer" it has as it asks.
+    ("waiting", lambda f: f.new(f"/summon task:paint the shed params:{ASK}", "Waiting for @")),
 ]
 """The states a job reaches while the sandbox runs, in the order one session reaches them."""
 
@@ -130,7 +133,9 @@ def test_every_state_has_its_row() -> None:
 @pytest.fixture
 def one_at_a_time(tmp_path: Path, data_root: Path) -> Iterator[Sandbox]:
     """A sandbox whose worker runs one job at a time, so a second one waits, queued."""
-    with running_sandbox(tmp_path, data_root, {"ERRAND_WORKER_CONCURRENCY": "1"}) as box:
+    # A question parks its job at once, so the waiting state needs no 30 s wait.
+    env = {"ERRAND_WORKER_CONCURRENCY": "1", "ERRAND_WORKER_PARK_AFTER_SECONDS": "0"}
+    with running_sandbox(tmp_path, data_root, env) as box:
         yield box
 
 
