@@ -863,7 +863,10 @@ def render(
         "the emulator: answer latency, edits per job, terminal-edit delay) print their figures; "
         "`pytest -n 0 -s tests/ops/test_scale_out.py` prints how three workers share 2,000 jobs. "
         "`python -m bench.bench_shards` (two sharded bot processes under load, on the emulator "
-        "with Discord's limits) writes docs/performance-discord.md.",
+        "with Discord's limits) writes docs/performance-discord.md; `python -m "
+        "bench.bench_dashboard` (the dashboard's job list at 1,000,000 jobs, each filter under "
+        "`EXPLAIN ANALYZE`, and what its indexes cost submits and state changes) writes "
+        "docs/performance-dashboard.md.",
         "",
     ]
     return "\n".join(lines)

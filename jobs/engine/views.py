@@ -317,6 +317,11 @@ class Claim:
         )
 
 
+TIME_MARGIN = timedelta(minutes=10)
+"""Longer than any transaction that submits jobs: how far a time filter's id bound is widened
+(``job_first_id_at``, migration 0021), so a job whose id came after a later job's is found."""
+
+
 @dataclass(frozen=True)
 class JobFilter:
     """What an operator's job list shows: each field narrows it; None means any."""
@@ -328,13 +333,12 @@ class JobFilter:
     since: datetime | None = None
     until: datetime | None = None
     text: str | None = None
-    """Words in the task or the parameters (case-insensitive, taken literally)."""
+    """Words in the task or the parameters (case-insensitive, taken literally), searched within
+    a bounded number of the newest jobs the other filters match (:data:`SEARCH_SCOPE`)."""
 
     def params(self) -> dict[str, Any]:
-        """The named parameters of ``job_matching`` (jobs/engine/sql/job.sql)."""
-        text = self.text.strip() if self.text else ""
-        # ILIKE's wildcards, taken literally: a search for "50%" finds "50%".
-        literal = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        """The named parameters of ``job_listing`` (jobs/engine/sql/job.sql), without the
+        text (:attr:`literal_text`)."""
         return {
             "states": [s.value for s in self.states] or None,
             "kind": self.kind or None,
@@ -342,8 +346,20 @@ class JobFilter:
             "origin_group": self.origin_group or None,
             "since": self.since,
             "until": self.until,
-            "text": literal or None,
+            "margin": TIME_MARGIN,
         }
+
+    @property
+    def literal_text(self) -> str | None:
+        """The text as an ILIKE pattern's middle, its wildcards taken literally (a search for
+        "50%" finds "50%"), or None for no text."""
+        text = self.text.strip() if self.text else ""
+        return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") or None
+
+
+SEARCH_SCOPE = 10_000
+"""How many of the newest jobs the other filters match one text search reads: a search costs
+at most this many rows, never the whole table (docs/performance-dashboard.md)."""
 
 
 @dataclass(frozen=True)
@@ -351,4 +367,7 @@ class JobPage:
     """One page of a job list, and where the next one starts (None: this is the last)."""
 
     jobs: list[JobView]
-    after: tuple[datetime, int] | None
+    after: int | None
+    """The cursor of the next page: the id the next page starts after."""
+    searched: int | None = None
+    """For a text search, how many jobs this page's search read (at most the scope)."""

@@ -1,6 +1,6 @@
 """The operator's job search (``JobStore.search``/``count``): each filter returns exactly the
-jobs it names, the cursor pages through all of them once, and the text is taken literally. (Its
-indexes are the dashboard's to choose: migrations/0014_search_without_indexes.sql.)"""
+jobs it names, the cursor pages through all of them once, and the text is taken literally. Its
+indexes: migrations/0021_job_list_by_id.sql; a text search reads a bounded scope at a time."""
 
 from __future__ import annotations
 
@@ -72,6 +72,7 @@ async def test_the_cursor_pages_through_every_job_once_in_order(
 ) -> None:
     await store.submit_many([Submission("noop", {}, "r", {"transport": "t"}) for _ in range(23)])
     seen: list[tuple[datetime, int]] = []
+    after: int | None
     after = None
     pages = 0
     while True:
@@ -85,3 +86,70 @@ async def test_the_cursor_pages_through_every_job_once_in_order(
     assert len(seen) == len(set(seen)) == 23
     assert seen == sorted(seen, reverse=newest_first)
     assert await store.count(JobFilter(), cap=10) == 10  # capped
+
+
+async def test_time_filters_find_jobs_whose_ids_came_out_of_creation_order(
+    store: JobStore, pool: asyncpg.Pool
+) -> None:
+    """The time bounds are id bounds too (job_first_id_at); a job whose id is higher than a
+    later job's (their transactions overlapped) is still found by its created_at."""
+    await store.submit_many([Submission("noop", {}, "r", {"transport": "t"}) for _ in range(40)])
+    base = datetime(2026, 1, 1, tzinfo=UTC)
+    # Ids in order, times an hour apart, except job 20, made (by its time) before job 10.
+    await pool.execute(
+        "UPDATE job SET created_at = $1::timestamptz + (id - (SELECT min(id) FROM job))"
+        " * interval '1 hour'",
+        base,
+    )
+    first = await pool.fetchval("SELECT min(id) FROM job")
+    await pool.execute(
+        "UPDATE job SET created_at = $1::timestamptz + interval '9 hours 59 minutes' WHERE id = $2",
+        base,
+        first + 20,
+    )
+    since = base + timedelta(hours=30)
+    until = base + timedelta(hours=10)
+    for where, sql in [
+        (JobFilter(since=since), f"created_at >= '{since.isoformat()}'"),
+        (JobFilter(until=until), f"created_at < '{until.isoformat()}'"),
+        (
+            JobFilter(since=base + timedelta(hours=5), until=until),
+            f"created_at >= '{(base + timedelta(hours=5)).isoformat()}'"
+            f" AND created_at < '{until.isoformat()}'",
+        ),
+    ]:
+        page = await store.search(where, limit=100)
+        assert tasks(page.jobs) == await ids(pool, sql)
+        assert await store.count(where, cap=1000) == len(page.jobs)
+    assert first + 20 in [j.id for j in (await store.search(JobFilter(until=until))).jobs]
+
+
+async def test_a_text_search_reads_a_bounded_scope_and_pages_on_from_its_end(
+    store: JobStore, pool: asyncpg.Pool
+) -> None:
+    """With a scope of 10, a search for a word in 3 of 35 jobs returns each hit once over the
+    pages, each page having read at most 10 jobs."""
+    subs = [
+        Submission(
+            "noop", {}, "r", {"transport": "t", "task": f"job {n}" + (" needle" * (n % 12 == 0))}
+        )
+        for n in range(35)
+    ]
+    await store.submit_many(subs)
+    found: list[str] = []
+    after = None
+    pages = 0
+    while True:
+        page = await store.search(JobFilter(text="NEEDLE"), after=after, limit=5, scope=10)
+        assert page.searched is not None
+        assert page.searched <= 10
+        found += [j.public_id for j in page.jobs]
+        pages += 1
+        if page.after is None:
+            break
+        after = page.after
+    assert sorted(found) == await ids(pool, "origin->>'task' LIKE '%needle%'")
+    assert len(found) == 3
+    assert pages == 4
+    assert await store.count(JobFilter(text="needle"), cap=100, scope=10) == 0  # jobs 25-34
+    assert await store.count(JobFilter(text="needle"), cap=100, scope=11) == 1  # and job 24

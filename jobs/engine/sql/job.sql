@@ -118,28 +118,75 @@ WHERE (:states::job_state[] IS NULL OR state = ANY(:states))
   AND (:newer_than_seconds::float8 IS NULL
        OR created_at >= now() - make_interval(secs => :newer_than_seconds))
   AND (:origin_group::text IS NULL OR origin_group = :origin_group)
-ORDER BY created_at DESC, id DESC
+ORDER BY id DESC  -- creation order; each filter's index is in id order (migration 0021)
 LIMIT :limit;
 
 -- name: job_search_count
 -- How many jobs the filters match, counted up to :cap (what a bulk action would touch).
 SELECT count(*) FROM (
-    SELECT 1 FROM job_matching(:states, :kind, :requester, :origin_group, :since, :until, :text)
+    SELECT 1 FROM job_listing(:states, :kind, :requester, :origin_group, :since, :until, :margin)
+    LIMIT :cap
+) AS matched;
+
+-- name: job_search_text_count
+-- How many of the :scope newest jobs the filters match hold :text, counted up to :cap.
+SELECT count(*) FROM (
+    SELECT 1 FROM (
+        SELECT j.origin, j.params
+        FROM job_listing(:states, :kind, :requester, :origin_group, :since, :until, :margin) j
+        ORDER BY j.id DESC
+        LIMIT :scope
+    ) s
+    WHERE job_search_text(s.origin, s.params) ILIKE '%' || :text || '%'
     LIMIT :cap
 ) AS matched;
 
 -- name: job_search_newest
--- One page of the operator's job list, newest first after a (created_at, id) cursor.
-SELECT * FROM job_matching(:states, :kind, :requester, :origin_group, :since, :until, :text)
-WHERE :after_at::timestamptz IS NULL OR (created_at, id) < (:after_at, :after_id::bigint)
-ORDER BY created_at DESC, id DESC
+-- One page of the operator's job list, newest first (by id, which grows with creation) after
+-- the cursor :after (an id): each filter's index (migration 0021) is in id order, so a page
+-- reads about :limit entries of it.
+SELECT * FROM job_listing(:states, :kind, :requester, :origin_group, :since, :until, :margin)
+WHERE :after::bigint IS NULL OR id < :after
+ORDER BY id DESC
 LIMIT :limit;
 
 -- name: job_search_oldest
 -- The same page, oldest first.
-SELECT * FROM job_matching(:states, :kind, :requester, :origin_group, :since, :until, :text)
-WHERE :after_at::timestamptz IS NULL OR (created_at, id) > (:after_at, :after_id::bigint)
-ORDER BY created_at, id
+SELECT * FROM job_listing(:states, :kind, :requester, :origin_group, :since, :until, :margin)
+WHERE :after::bigint IS NULL OR id > :after
+ORDER BY id
+LIMIT :limit;
+
+-- name: job_search_text_newest
+-- A page of the jobs whose task or parameters hold :text, searched within the :scope newest jobs
+-- the other filters match after the cursor (no index: docs/performance-dashboard.md), reading
+-- only until a page is found. Each row says whether it is a hit and how many jobs were read up
+-- to it; the :scope-th job read comes too, hit or not, so the caller knows where the next
+-- search starts.
+SELECT * FROM (
+    SELECT j.*, job_search_text(j.origin, j.params) ILIKE '%' || :text || '%' AS hit,
+           row_number() OVER (ORDER BY j.id DESC) AS searched
+    FROM job_listing(:states, :kind, :requester, :origin_group, :since, :until, :margin) j
+    WHERE :after::bigint IS NULL OR j.id < :after
+    ORDER BY j.id DESC
+    LIMIT :scope
+) AS s
+WHERE s.hit OR s.searched = :scope
+ORDER BY s.id DESC
+LIMIT :limit;
+
+-- name: job_search_text_oldest
+-- The same search, oldest first.
+SELECT * FROM (
+    SELECT j.*, job_search_text(j.origin, j.params) ILIKE '%' || :text || '%' AS hit,
+           row_number() OVER (ORDER BY j.id) AS searched
+    FROM job_listing(:states, :kind, :requester, :origin_group, :since, :until, :margin) j
+    WHERE :after::bigint IS NULL OR j.id > :after
+    ORDER BY j.id
+    LIMIT :scope
+) AS s
+WHERE s.hit OR s.searched = :scope
+ORDER BY s.id
 LIMIT :limit;
 
 -- name: job_claim

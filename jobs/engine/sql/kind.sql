@@ -50,7 +50,7 @@ SELECT n.kind, coalesce(l.queued, 0) AS queued, coalesce(l.waiting, 0) AS waitin
                    ORDER BY extract(epoch FROM r.finished_at - r.started_at))
         FROM (SELECT j.finished_at, j.started_at FROM job j
               WHERE j.kind = n.kind AND j.finished_at IS NOT NULL AND j.started_at IS NOT NULL
-              ORDER BY j.created_at DESC, j.id DESC LIMIT 50) r) AS p50_seconds
+              ORDER BY j.id DESC LIMIT 50) r) AS p50_seconds
 FROM names n
 LEFT JOIN line l ON l.kind = n.kind
 LEFT JOIN held h ON h.kind = n.kind
@@ -106,7 +106,7 @@ SELECT me.kind, me.due, me.run_at,
                    ORDER BY extract(epoch FROM r.finished_at - r.started_at))
         FROM (SELECT j.finished_at, j.started_at FROM job j
               WHERE j.kind = me.kind AND j.finished_at IS NOT NULL AND j.started_at IS NOT NULL
-              ORDER BY j.created_at DESC, j.id DESC LIMIT 50) r) AS p50_seconds
+              ORDER BY j.id DESC LIMIT 50) r) AS p50_seconds
 FROM me CROSS JOIN mine CROSS JOIN turn LEFT JOIN kind_setting s ON s.kind = me.kind;
 
 -- name: job_queue_depth

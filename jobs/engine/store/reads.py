@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 
 from jobs.engine.ids import normalize
 from jobs.engine.mail import Message, Question
 from jobs.engine.state import State
 from jobs.engine.store.base import Base
 from jobs.engine.views import (
+    SEARCH_SCOPE,
     AttemptView,
     EventView,
     JobFilter,
@@ -82,25 +82,66 @@ class Reads(Base):
         self,
         where: JobFilter,
         *,
-        after: tuple[datetime, int] | None = None,
+        after: int | None = None,
         newest_first: bool = True,
         limit: int = 50,
+        scope: int = SEARCH_SCOPE,
     ) -> JobPage:
-        """One page of the jobs ``where`` matches, after the cursor ``after``."""
-        records = await self.sql.fetch(
-            self.pool,
-            "job_search_newest" if newest_first else "job_search_oldest",
-            **where.params(),
-            after_at=after[0] if after else None,
-            after_id=after[1] if after else None,
-            limit=limit + 1,  # one more: whether a next page exists
-        )
-        jobs = [JobView.from_record(r) for r in records[:limit]]
-        more = len(records) > limit and jobs
-        return JobPage(jobs, (jobs[-1].created_at, jobs[-1].id) if more else None)
+        """One page of the jobs ``where`` matches, after the cursor ``after`` (an id).
 
-    async def count(self, where: JobFilter, *, cap: int) -> int:
-        """How many jobs ``where`` matches, counted up to ``cap``."""
-        return int(
-            await self.sql.fetchval(self.pool, "job_search_count", **where.params(), cap=cap)
-        )
+        A text search reads at most ``scope`` jobs the other filters match from the cursor on;
+        when it found fewer than a page there, the page ends early and its cursor is the last
+        job it read, so the next page searches on from there.
+        """
+        text = where.literal_text
+        async with self.pool.acquire() as conn, conn.transaction(readonly=True):
+            # Planned for these values: a filter left empty then drops out of the plan, and the
+            # plan uses that filter's index (a generic plan could use none).
+            await conn.execute("SET LOCAL plan_cache_mode = force_custom_plan")
+            if text is None:
+                records = await self.sql.fetch(
+                    conn,
+                    "job_search_newest" if newest_first else "job_search_oldest",
+                    **where.params(),
+                    after=after,
+                    limit=limit + 1,  # one more: whether a next page exists
+                )
+                jobs = [JobView.from_record(r) for r in records[:limit]]
+                more = len(records) > limit and jobs
+                return JobPage(jobs, jobs[-1].id if more else None)
+            records = await self.sql.fetch(
+                conn,
+                "job_search_text_newest" if newest_first else "job_search_text_oldest",
+                **where.params(),
+                text=text,
+                after=after,
+                scope=scope,
+                limit=limit + 1,
+            )
+        hits = [r for r in records if r["hit"]]
+        jobs = [JobView.from_record(r) for r in hits[:limit]]
+        searched = int(records[-1]["searched"]) if records else 0
+        if len(hits) > limit:
+            return JobPage(jobs, jobs[-1].id, int(hits[limit - 1]["searched"]))
+        # The whole scope was read: what lies beyond it is the next page's to search.
+        last = records[-1]["id"] if records and searched >= scope else None
+        return JobPage(jobs, last, searched)
+
+    async def count(self, where: JobFilter, *, cap: int, scope: int = SEARCH_SCOPE) -> int:
+        """How many jobs ``where`` matches, counted up to ``cap`` (with a text, among the
+        ``scope`` newest the other filters match)."""
+        text = where.literal_text
+        async with self.pool.acquire() as conn, conn.transaction(readonly=True):
+            await conn.execute("SET LOCAL plan_cache_mode = force_custom_plan")
+            if text is None:
+                found = await self.sql.fetchval(conn, "job_search_count", **where.params(), cap=cap)
+            else:
+                found = await self.sql.fetchval(
+                    conn,
+                    "job_search_text_count",
+                    **where.params(),
+                    text=text,
+                    scope=scope,
+                    cap=cap,
+                )
+        return int(found)
