@@ -59,6 +59,9 @@ def bot_part(bot_settings: BotSettings, token: str) -> Callable[[Process], Await
             store=engine.store, dsn=engine.dsn, settings=bot_settings, registry=engine.registry
         )
         process.add_check("gateway", bot.gateway_check)
+        # The dashboard's overview shows each bot process with the shards it runs.
+        process.detail["shards"] = bot_settings.shard_ids
+        process.detail["shard_count"] = bot_settings.shard_count
         process.on_stop(bot.close)
         return bot.start(token)
 

@@ -113,12 +113,14 @@ class JobView:
     wait_text: str | None = None
     wait_until: datetime | None = None
     wait_since: datetime | None = None
+    retry_of: int | None = None
+    """The job this one retries (an operator's retry; migration 0022), by internal id."""
 
     @classmethod
     def from_record(cls, r: Any) -> JobView:
         values = {k: r[k] for k in _JOB_COLUMNS}
         values["state"] = State(values["state"])
-        values.update({k: r.get(k) for k in _RUN_FIELDS})
+        values.update({k: r.get(k) for k in _OPTIONAL_FIELDS})
         return cls(**values)
 
     @property
@@ -175,9 +177,10 @@ class JobView:
         }
 
 
-_RUN_FIELDS = ("run_seconds", "heartbeat_at")
-"""What a :class:`JobView` reads from the job's attempts, where its statement does."""
-_JOB_COLUMNS = tuple(k for k in JobView.__dataclass_fields__ if k not in _RUN_FIELDS)
+_OPTIONAL_FIELDS = ("run_seconds", "heartbeat_at", "retry_of")
+"""What a :class:`JobView` reads only where its statement returns it: the job's run time from
+its attempts, and the columns statements that name theirs leave out."""
+_JOB_COLUMNS = tuple(k for k in JobView.__dataclass_fields__ if k not in _OPTIONAL_FIELDS)
 """The job table's columns a :class:`JobView` holds (every other field)."""
 
 

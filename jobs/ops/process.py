@@ -16,10 +16,15 @@ exits at once, without waiting for them or for the pool they may hold.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+import asyncpg
+
+from jobs.engine.db import UNAVAILABLE
+from jobs.engine.ids import incarnation
 from jobs.exits import exit_now, stop_on_signals
 from jobs.logs import get_logger
 from jobs.ops.app import Engine, load_settings, open_engine
@@ -33,6 +38,16 @@ if TYPE_CHECKING:
     from jobs.ops.health import Check, HealthServer
 
 log = get_logger("process")
+
+_HEARTBEAT_ERRORS: tuple[type[BaseException], ...] = (
+    asyncpg.PostgresError,
+    TimeoutError,
+    *UNAVAILABLE,
+)
+
+HEARTBEAT_SECONDS = 5.0
+"""How often a process writes its row of the fleet (``errand_process``, the dashboard's
+overview): a process not seen for three of these is shown as silent."""
 
 TEARDOWN_SECONDS = 1.0
 """Of the time a stopping process has, what is kept for the end: the health endpoint, the pool,
@@ -67,6 +82,10 @@ class Process:
         self.with_worker = worker
         self.parts = dict(parts or {})
         self.announce = announce
+        self.name = incarnation()
+        """This process's name in the fleet (host:pid:random), its worker's too."""
+        self.detail: dict[str, Any] = {}
+        """What a part tells the fleet of itself (the bot: its shards), with each heartbeat."""
         self.stop = asyncio.Event()
         """Set when the process stops (a signal, or a part that ended)."""
         self.hard = asyncio.Event()
@@ -121,6 +140,7 @@ class Process:
                 tasks["ticker"] = asyncio.create_task(
                     run_ticker(engine.store, self.stop), name="ticker"
                 )
+                tasks["heartbeat"] = asyncio.create_task(self._heartbeat(engine), name="heartbeat")
                 # What is loaded by now lives as long as the process: keep it out of the
                 # collector's full passes, which would walk all of it and pause the event loop
                 # for milliseconds, in the middle of a claim.
@@ -146,11 +166,26 @@ class Process:
             engine.registry,
             settings.worker,
             dsn=engine.dsn,
+            name=self.name,
             budget=Budget.of(settings.budget),
             assets_dir=settings.assets_dir,
         )
         self.add_check("worker", _worker_check(worker, self.stop))
         return worker
+
+    async def _heartbeat(self, engine: Engine) -> None:
+        """Tell the fleet this process lives, its roles and its parts' detail, until it stops;
+        then take its row away. An outage is logged and waited out."""
+        roles = (["worker"] if self.with_worker else []) + sorted(self.parts)
+        while not self.stop.is_set():
+            try:
+                await engine.store.process_seen(self.name, roles, self.detail)
+            except _HEARTBEAT_ERRORS as exc:
+                log.warning("process.heartbeat_failed", error=f"{type(exc).__name__}: {exc}"[:300])
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stop.wait(), HEARTBEAT_SECONDS)
+        with contextlib.suppress(*_HEARTBEAT_ERRORS):
+            await asyncio.wait_for(engine.store.process_gone(self.name), TEARDOWN_SECONDS)
 
     async def _health(self, engine: Engine) -> HealthServer | None:
         """The health endpoint, when ``ERRAND_HEALTH_PORT`` asks for one."""

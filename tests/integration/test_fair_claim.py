@@ -154,7 +154,7 @@ async def test_a_paused_kind_waits_its_running_jobs_finish_and_it_runs_after_res
         assert (place.why, place.starts_in) == ("paused", None)
         [line] = [k for k in await store.kind_lines() if k.kind == "sleep"]
         assert (line.paused, line.queued, line.throttled) == (True, 3, "paused")
-        await store.resume("sleep")
+        await store.resume("sleep", by="op")
         for job in later:
             await job_reaches(store, job.public_id, {"succeeded"})
 

@@ -196,6 +196,7 @@ def test_the_architecture_doc_names_every_place_this_test_checks() -> None:
 SINGLE_STATES: dict[tuple[str, str], str] = {
     ("job_insert", "queued"): "every job starts queued",
     ("job_insert_many", "queued"): "every job starts queued",
+    ("job_retry", "queued"): "every job starts queued, an operator's retry too",
     ("job_claim", "running"): "the claim's one move ends in running (checked in transition.claim)",
     ("job_transition", "cancelling"): "a job now cancelling has its attempt told (NOTIFY)",
     ("attempt_heartbeat", "cancelling"): "the heartbeat tells an attempt its job is cancelling",

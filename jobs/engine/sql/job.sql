@@ -72,6 +72,43 @@ SELECT count(*) AS created,
        (SELECT bool_or(job_wake(k)) FROM (SELECT DISTINCT kind FROM ins) d(k)) AS _woke
 FROM ins;
 
+-- name: job_retry
+-- An operator's retry: a new job for each job of :ids in state :retryable (locked first, in id
+-- order), a copy of its request (kind, params, requester, origin, priority, attempts allowed,
+-- deadline from now) linked to it (retry_of), with its creation event naming the operator (:by)
+-- as its actor and evidence. A job already retried (its key 'retry:' || public id taken) gets
+-- no second one. Wakes a waiting worker (job_wake); returns each new job with its old job's id.
+WITH old AS (
+    SELECT j.id, j.public_id, j.kind, j.params, j.requester, j.origin, j.origin_group,
+           j.max_attempts, j.priority, j.deadline_at - j.created_at AS deadline
+    FROM job j WHERE j.id = ANY(:ids::bigint[]) AND j.state = :retryable::job_state
+    ORDER BY j.id
+    FOR UPDATE
+), fresh AS (
+    SELECT o.*, row_number() OVER (ORDER BY o.id) AS n FROM old o
+), ins AS (
+    INSERT INTO job (public_id, kind, params, requester, origin, origin_group, idempotency_key,
+                     max_attempts, deadline_at, priority, retry_of)
+    SELECT (:public_ids::text[])[f.n], f.kind, f.params, f.requester, f.origin, f.origin_group,
+           'retry:' || f.public_id, f.max_attempts, now() + f.deadline, f.priority, f.id
+    FROM fresh f
+    ORDER BY 'retry:' || f.public_id
+    ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+    RETURNING *
+), ev AS (
+    INSERT INTO event (job_id, from_state, to_state, actor, reason, data, notice_at)
+    SELECT i.id, NULL, 'queued', 'operator', 'retry of ' || o.public_id,
+           jsonb_build_object('by', :by::text, 'retry_of', o.public_id),
+           CASE WHEN i.origin <> '{}'::jsonb THEN now() END
+    FROM ins i JOIN old o ON o.id = i.retry_of
+)
+SELECT ins.*, (SELECT bool_or(job_wake(k)) FROM (SELECT DISTINCT kind FROM ins) d(k)) AS _woke
+FROM ins;
+
+-- name: job_retries_of
+-- The jobs that retry :id (an operator's retries), oldest first.
+SELECT * FROM job WHERE retry_of = :id ORDER BY id;
+
 -- name: job_by_idempotency_keys
 -- The jobs repeated bulk submits refer to.
 SELECT * FROM job WHERE idempotency_key = ANY(:keys::text[]);

@@ -115,3 +115,15 @@ SELECT kind, priority, count(*) FILTER (WHERE run_at <= now()) AS due,
        count(*) FILTER (WHERE run_at > now()) AS later
 FROM job WHERE state = ANY({claimable}::job_state[])
 GROUP BY kind, priority;
+
+-- name: kind_failure_rates
+-- Each kind's recent failure rate: of its last :recent finished jobs (job_kind_newest, newest
+-- first), how many failed; kinds :kinds only.
+SELECT k.kind, r.finished, r.failed
+FROM unnest(:kinds::text[]) AS k(kind)
+CROSS JOIN LATERAL (
+    SELECT count(*) AS finished, count(*) FILTER (WHERE j.state = :failed::job_state) AS failed
+    FROM (SELECT state FROM job
+          WHERE job.kind = k.kind AND job.state = ANY({terminal}::job_state[])
+          ORDER BY job.id DESC LIMIT :recent) j
+) AS r;

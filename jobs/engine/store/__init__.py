@@ -14,9 +14,9 @@ from __future__ import annotations
 from jobs.engine.store.base import Kinds, KindSpec, Quotas
 from jobs.engine.store.kinds import KindRules
 from jobs.engine.store.mailbox import Mailbox
+from jobs.engine.store.operator import Operator
 from jobs.engine.store.rates import Rates
 from jobs.engine.store.reaper import Reaper, ReaperWatch
-from jobs.engine.store.requests import Requests
 from jobs.engine.store.schedules import Schedules
 from jobs.engine.store.submit import Submission
 from jobs.engine.store.worker import WorkerVerbs
@@ -24,9 +24,10 @@ from jobs.engine.store.worker import WorkerVerbs
 __all__ = ["JobStore", "KindSpec", "Kinds", "Quotas", "ReaperWatch", "Submission"]
 
 
-class JobStore(Schedules, Requests, Mailbox, KindRules, WorkerVerbs, Reaper, Rates):
+class JobStore(Schedules, Operator, Mailbox, KindRules, WorkerVerbs, Reaper, Rates):
     """Reads and writes of the job record through one pool: submit (:mod:`.submit`), read
     (:mod:`.reads`), cancel and resolve (:mod:`.requests`), answer and tell (:mod:`.mailbox`),
     the worker's protocol (:mod:`.worker`), the reaper (:mod:`.reaper`), a kind's rules in the
-    line (:mod:`.kinds`), recurring schedules (:mod:`.schedules`) and rate budgets shared by the
-    fleet (:mod:`.rates`)."""
+    line (:mod:`.kinds`), recurring schedules (:mod:`.schedules`), rate budgets shared by the
+    fleet (:mod:`.rates`) and an operator's retries, bulk actions and overview
+    (:mod:`.operator`)."""

@@ -51,14 +51,29 @@ class KindRules(Reads):
         )
 
     async def pause(self, kind: str, *, by: str) -> None:
-        """Hold ``kind``'s queued jobs (running ones finish); they show "paused" until resumed."""
-        limits.text("kind", kind)
-        await self.sql.execute(self.pool, "kind_set_paused", kind=kind, paused=True, by=by)
+        """Hold ``kind``'s queued jobs (running ones finish); they show "paused" until resumed.
+        Recorded as an operator action of ``by``."""
+        await self._set_paused(kind, paused=True, by=by)
 
-    async def resume(self, kind: str) -> None:
-        """Let ``kind``'s queued jobs start again."""
+    async def resume(self, kind: str, *, by: str) -> None:
+        """Let ``kind``'s queued jobs start again; recorded as an operator action of ``by``."""
+        await self._set_paused(kind, paused=False, by=by)
+
+    async def _set_paused(self, kind: str, *, paused: bool, by: str) -> None:
         limits.text("kind", kind)
-        await self.sql.execute(self.pool, "kind_set_paused", kind=kind, paused=False, by=None)
+        async with self.pool.acquire() as conn, conn.transaction():
+            await self.sql.execute(
+                conn, "kind_set_paused", kind=kind, paused=paused, by=by if paused else None
+            )
+            await self.sql.execute(
+                conn,
+                "operator_action_insert",
+                by=by,
+                action="pause" if paused else "resume",
+                kind=kind,
+                job_id=None,
+                detail=None,
+            )
 
     async def kind_lines(self, kinds: Sequence[str] = ()) -> list[KindLine]:
         """Every kind with jobs in the line or a rule, and ``kinds`` (those known here)."""

@@ -100,16 +100,20 @@ class Requests(Reads):
         if force:
             why = f"{reason} (forced)" if reason else "forced"
         request = CancelRequest(by=by, reason=reason or f"requested by {actor.value}")
+        # An operator's cancel names the person on its event, as a resolve does.
+        data: dict[str, object] | None = {"by": by} if actor is Actor.OPERATOR else None
         public_id = normalize(public_id)
         async with self.pool.acquire() as conn:
             job_id = await self.sql.fetchval(conn, "job_id_by_public_id", public_id=public_id)
             if job_id is None:
                 raise UnknownJob(public_id)
-            [moved] = await transition(conn, rule, [Row(job_id, reason=why)], cancel=request)
+            [moved] = await transition(
+                conn, rule, [Row(job_id, reason=why)], cancel=request, data=data
+            )
             if moved.raced:
                 async with conn.transaction():
                     moved, job = await self._request(
-                        conn, public_id, rule, Row(0, reason=why), cancel=request
+                        conn, public_id, rule, Row(0, reason=why), cancel=request, data=data
                     )
                     if moved.target is State.CANCELLED:
                         await self._close_cancelled(conn, job.id, actor)

@@ -147,7 +147,7 @@ def kind_resume(
 
     async def go(engine: Engine) -> None:
         _known(engine, kind)
-        await engine.store.resume(kind)
+        await engine.store.resume(kind, by="cli")
 
     with_engine(go, kinds=True)
     emit({"kind": kind, "paused": False}, as_json, f"{kind}: resumed")
