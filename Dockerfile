@@ -12,6 +12,7 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY jobs ./jobs
 COPY bot ./bot
+COPY dashboard ./dashboard
 COPY discord_emulator ./discord_emulator
 COPY migrations ./migrations
 # pyproject.toml force-includes the example catalog into the wheel (the sandbox's `command` kind).

@@ -1,8 +1,10 @@
-"""The ``errand`` console script: the engine's commands and the bot's, composed in one root app.
+"""The ``errand`` console script: the engine's commands, the bot's and the dashboard's, composed
+in one root app.
 
 The bot's own commands (``sandbox``, ``run``, ``bot``, listed in ``--help`` in that order) live
-in :data:`bot_app`; ``build_cli`` (the engine's) puts them before the engine's commands, side by
-side at the top level: ``errand bot``, ``errand worker``. The engine's app is never changed.
+in :data:`bot_app`, the dashboard's (``dashboard``) in ``dashboard.cli``; ``build_cli`` (the
+engine's) puts them before the engine's commands, side by side at the top level: ``errand bot``,
+``errand dashboard``, ``errand worker``. The engine's app is never changed.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
+from dashboard.cli import dashboard_app
 from jobs.transport import build_cli, run_cli
 
 bot_app = typer.Typer(add_completion=False)
@@ -81,18 +84,29 @@ def _bot_settings(shards: int | None, shard_ids: str | None, shard_count: int | 
         raise CannotStart(str(first["msg"]).removeprefix("Value error, ")) from None
 
 
-def _serve(with_worker: bool, bot_settings: Any) -> None:
+def _serve(with_worker: bool, bot_settings: Any, *, dashboard: bool = False) -> None:
     from bot.run import serve
 
-    raise typer.Exit(serve(bot_settings, with_worker=with_worker))
+    parts = {}
+    if dashboard:
+        from dashboard.run import checked_settings, dashboard_part
+
+        parts["dashboard"] = dashboard_part(checked_settings())
+    raise typer.Exit(serve(bot_settings, with_worker=with_worker, parts=parts))
 
 
 @bot_app.command("run")
 def run_command(
-    shards: ShardsOpt = None, shard_ids: ShardIdsOpt = None, shard_count: ShardCountOpt = None
+    shards: ShardsOpt = None,
+    shard_ids: ShardIdsOpt = None,
+    shard_count: ShardCountOpt = None,
+    dashboard: Annotated[
+        bool, typer.Option(help="Serve the operators' dashboard too (errand dashboard).")
+    ] = False,
 ) -> None:
     """Run the Discord bot and a worker in one process (small installs)."""
-    _serve(with_worker=True, bot_settings=_bot_settings(shards, shard_ids, shard_count))
+    settings = _bot_settings(shards, shard_ids, shard_count)
+    _serve(with_worker=True, bot_settings=settings, dashboard=dashboard)
 
 
 @bot_app.command("bot")
@@ -107,6 +121,7 @@ def build_app() -> typer.Typer:
     """The root app of ``errand``: the bot's commands, then the engine's."""
     return build_cli(
         bot_app,
+        dashboard_app,
         help="Errand: a Discord bot with durable jobs. Try it with [bold]errand sandbox[/bold].",
     )
 

@@ -68,15 +68,23 @@ def bot_part(bot_settings: BotSettings, token: str) -> Callable[[Process], Await
     return start
 
 
-def serve(bot_settings: BotSettings, *, with_worker: bool) -> int:
-    """Run the bot (and a worker) until SIGTERM/SIGINT; the exit code.
+def serve(
+    bot_settings: BotSettings,
+    *,
+    with_worker: bool,
+    parts: dict[str, Callable[[Process], Awaitable[None]]] | None = None,
+) -> int:
+    """Run the bot (and a worker, and other ``parts``: the dashboard) until SIGTERM/SIGINT;
+    the exit code.
 
     Raises:
         BadToken: the token is missing or refused.
         CannotStart: Discord cannot be reached.
     """
     token = token_of(bot_settings)  # before anything starts: a missing token is said at once
-    process = Process(worker=with_worker, parts={"bot": bot_part(bot_settings, token)})
+    process = Process(
+        worker=with_worker, parts={"bot": bot_part(bot_settings, token), **(parts or {})}
+    )
     try:
         return process.run()
     except discord.LoginFailure:

@@ -1,7 +1,8 @@
 """The transport door: what a transport such as ``bot/`` uses of the engine, and nothing else.
 
-- The job and its rows: the store (submit, cancel, resolve, status), its views, states and
-  actors, ids as people type them, and the refusals a caller maps to messages.
+- The job and its rows: the store (submit, cancel, resolve, status, an operator's search and
+  actions), its views, the search's filter, states and actors, ids as people type them, and the
+  refusals a caller maps to messages.
 - What a person types for a job (:data:`TASK_FIELDS`, :func:`parse_params`, :func:`when`), read
   the same as the CLI reads it.
 - The outbox of notices a transport delivers.
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from jobs.engine.queries import Queries
     from jobs.engine.state import TERMINAL, Actor, State
     from jobs.engine.store import JobStore
-    from jobs.engine.views import JobStatus, JobView
+    from jobs.engine.views import JobFilter, JobStatus, JobView
     from jobs.errors import NotAllowed, UnknownJob
     from jobs.logs import get_logger
     from jobs.ops.cli import build_cli

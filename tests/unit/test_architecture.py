@@ -19,7 +19,7 @@ import pytest
 from jobs.engine.state import State
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("jobs", "bot", "discord_emulator")
+PACKAGES = ("jobs", "bot", "dashboard", "discord_emulator")
 
 
 @dataclass(frozen=True)
@@ -118,7 +118,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 # -- import cycles ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("package", ["jobs", "bot", "discord_emulator"])
+@pytest.mark.parametrize("package", ["jobs", "bot", "dashboard", "discord_emulator"])
 def test_no_import_cycle_among_project_modules(package: str) -> None:
     """No module of the package is on an import cycle (TYPE_CHECKING and function-local
     imports count)."""
@@ -187,7 +187,8 @@ def test_the_public_api_is_small() -> None:
 
     assert len(jobs.__all__) <= 10
     # 37: ``when``, a job's time as a person types it (issue 31), read alike by CLI and bot.
-    assert len(set(jobs.__all__) | set(jobs.transport.__all__)) <= 37
+    # 38: ``JobFilter``, what ``JobStore.search`` takes: the dashboard's job list (issue 33).
+    assert len(set(jobs.__all__) | set(jobs.transport.__all__)) <= 38
 
 
 def test_the_transport_door_holds_no_piece_of_a_process() -> None:
@@ -212,7 +213,7 @@ def test_every_errand_exception_is_an_errand_error() -> None:
 
     strays = []
     for name in project_modules():
-        if name.split(".")[0] not in {"jobs", "bot"}:
+        if name.split(".")[0] not in {"jobs", "bot", "dashboard"}:
             continue
         module = importlib.import_module(name)
         for attr, value in vars(module).items():
@@ -322,6 +323,41 @@ def test_bot_imports_only_the_doors_of_jobs() -> None:
             missing = set(imp.names) - set(importlib.import_module(imp.module).__all__)
             if missing:
                 offenders.append(f"{imp.importer}:{imp.line} {imp.module} {sorted(missing)}")
+    assert offenders == []
+
+
+def test_the_dashboard_imports_only_the_doors_of_jobs_and_nothing_of_discord() -> None:
+    """dashboard/ reads and acts through ``jobs`` and ``jobs.transport`` (names in their
+    ``__all__``), like bot/, and imports neither the bot, discord.py nor the emulator."""
+    import importlib
+
+    offenders = []
+    for name, path in project_modules().items():
+        if name.split(".")[0] != "dashboard":
+            continue
+        for imp in imports_in(path, ROOT):
+            top = imp.module.split(".")[0]
+            if top in {"bot", "discord", "discord_emulator"}:
+                offenders.append(f"{imp.importer}:{imp.line} {imp.module}")
+            elif top == "jobs":
+                if imp.module not in DOORS or not imp.names:
+                    offenders.append(f"{imp.importer}:{imp.line} {imp.module}")
+                elif missing := set(imp.names) - set(importlib.import_module(imp.module).__all__):
+                    offenders.append(f"{imp.importer}:{imp.line} {sorted(missing)}")
+    assert offenders == []
+
+
+def test_only_the_console_script_brings_the_dashboard_to_the_bot() -> None:
+    """``errand dashboard`` and ``errand run --dashboard`` are put together in bot/cli.py (the
+    ``errand`` console script); no other module of bot/ imports the dashboard, and nothing in
+    jobs/ does."""
+    offenders = [
+        f"{imp.importer}:{imp.line}"
+        for name, path in project_modules().items()
+        if name.split(".")[0] in {"jobs", "bot"} and name != "bot.cli"
+        for imp in imports_in(path, ROOT)
+        if imp.module.split(".")[0] == "dashboard"
+    ]
     assert offenders == []
 
 

@@ -725,6 +725,13 @@ SELECT pg_try_advisory_xact_lock(hashtextextended('errand:analyze job', 0));
 -- Jobs by state and kind, for the errand_jobs gauge.
 SELECT state::text AS state, kind, count(*)::bigint AS count FROM job GROUP BY state, kind;
 
+-- name: job_count_in_states
+-- Jobs in :states by kind and state, for the dashboard's overview: each state's entries of
+-- job_state_newest, never the finished jobs that make up most of the table.
+SELECT kind, state::text AS state, count(*)::bigint AS count
+FROM job WHERE state = ANY(:states::job_state[])
+GROUP BY kind, state;
+
 -- name: job_queue_lag
 -- Seconds the oldest due job a worker may claim has waited (0 when none waits).
 SELECT coalesce(extract(epoch FROM now() - min(run_at)), 0)::float8

@@ -42,3 +42,16 @@ SELECT p.name, p.roles, p.detail, p.started_at, p.seen_at,
        (SELECT count(*) FROM attempt a WHERE a.worker = p.name AND a.ended_at IS NULL) AS running
 FROM errand_process p
 ORDER BY p.roles, p.name;
+
+-- name: event_last_id
+-- The newest event's id (0: none): where a reader of changes starts.
+SELECT coalesce(max(id), 0) FROM event;
+
+-- name: event_changes_since
+-- Events after :after (the primary key's range), oldest first, each with its job's public id
+-- and the state it moved the job to: what the dashboard's live updates send.
+SELECT e.id, j.public_id, e.to_state::text AS state
+FROM event e JOIN job j ON j.id = e.job_id
+WHERE e.id > :after
+ORDER BY e.id
+LIMIT :limit;

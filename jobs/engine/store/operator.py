@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import asyncpg
 
@@ -22,6 +22,7 @@ from jobs.engine.db import Conn
 from jobs.engine.ids import new_public_ids
 from jobs.engine.mail import QuestionStatus
 from jobs.engine.moves import CancelRequest, Row
+from jobs.engine.records import read_asset
 from jobs.engine.state import Actor, State
 from jobs.engine.store.mailbox import close_questions
 from jobs.engine.store.requests import Requests
@@ -79,6 +80,14 @@ class Backlog:
     pending: int
     dead: int
     oldest_pending_seconds: float
+
+
+class Change(NamedTuple):
+    """One event, as a live view needs it: its id, its job and the state it moved it to."""
+
+    id: int
+    public_id: str
+    state: str
 
 
 @dataclass(frozen=True)
@@ -255,6 +264,35 @@ class Operator(Requests):
         r = await self.sql.fetchrow(self.pool, "notice_counts")
         assert r is not None  # an aggregate: always one row
         return Backlog(r["pending"], r["dead"], float(r["oldest_pending_seconds"]))
+
+    async def get_by_id(self, job_id: int) -> JobView | None:
+        """A job by its internal id (a retry's link), or None when it was pruned."""
+        record = await self.sql.fetchrow(self.pool, "job_get_by_id", id=job_id)
+        return JobView.from_record(record) if record is not None else None
+
+    async def state_counts(self, states: Sequence[State]) -> dict[tuple[str, str], int]:
+        """``(kind, state) -> jobs`` for the jobs in ``states``."""
+        rows = await self.sql.fetch(
+            self.pool, "job_count_in_states", states=[s.value for s in states]
+        )
+        return {(r["kind"], r["state"]): r["count"] for r in rows}
+
+    async def last_event_id(self) -> int:
+        """The newest event's id (0: none yet)."""
+        return int(await self.sql.fetchval(self.pool, "event_last_id"))
+
+    async def events_since(self, after: int, limit: int = 1000) -> list[Change]:
+        """The events after id ``after``, oldest first (at most ``limit``)."""
+        rows = await self.sql.fetch(self.pool, "event_changes_since", after=after, limit=limit)
+        return [Change(r["id"], r["public_id"], r["state"]) for r in rows]
+
+    async def asset(self, public_id: str, name: str) -> tuple[str, bytes]:
+        """A job's asset: its content type and content. Raises UnknownJob, KeyError."""
+        job = await self.get(public_id)
+        row = await self.sql.fetchrow(self.pool, "asset_get", job_id=job.id, name=name)
+        if row is None:
+            raise KeyError(name)
+        return row["content_type"], await read_asset(self.pool, job.id, name)
 
     async def process_seen(self, name: str, roles: Sequence[str], detail: dict[str, Any]) -> None:
         """A long-running process's heartbeat (its row, made on the first)."""
