@@ -49,6 +49,11 @@ class Changes:
         self._after = None
         self._seen.clear()
 
+    async def begin(self) -> None:
+        """Start reading from the newest event now (a first page opened its stream)."""
+        if self._after is None:
+            self._after = await self.store.last_event_id()
+
     async def read(self) -> dict[str, str | None]:
         """``{public id: state}`` of the jobs with events not read before (none on the first
         call, which only marks where reading starts)."""
@@ -73,6 +78,7 @@ class Live:
         self._subscribers: set[asyncio.Queue[dict[str, Any]]] = set()
         self._wake = asyncio.Event()
         self._progress: set[str] = set()
+        self._changes = Changes(store)
 
     @property
     def subscribers(self) -> int:
@@ -96,7 +102,7 @@ class Live:
         try:
             for channel in CHANNELS:
                 await conn.add_listener(channel, self._heard)
-            changes = Changes(self.store)
+            changes = self._changes
             while not stop.is_set():
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), CHECK_SECONDS)
@@ -138,6 +144,8 @@ class Live:
         queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self._subscribers.add(queue)
         try:
+            # From the moment the stream opens: what changes after it reaches this page.
+            await self._changes.begin()
             while True:
                 yield json.dumps(await queue.get())
         finally:
