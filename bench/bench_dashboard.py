@@ -284,6 +284,7 @@ async def bulk_ms(conn: asyncpg.Connection) -> float:
         [None],
         [0],
         [None],
+        [None],
     ]
     args = query.args(bulk_arguments(new_public_ids(BULK), [c * BULK for c in columns]))
     ms, _ = await plan_ms(conn, query.sql, args)

@@ -389,6 +389,7 @@ async def bulk_server_ms(server: str, n: int) -> float:
                 [None],
                 [0],
                 [None],
+                [None],
             ]
             return query.args(bulk_arguments(new_public_ids(k), [c * k for c in columns]))
 

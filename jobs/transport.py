@@ -10,7 +10,8 @@
   transport's parts, the exit path) from settings; :func:`build_cli` and :func:`run_cli` make
   and run a console script with the engine's commands beside the transport's.
 - The few shared mechanisms: logging, secrets, backoff and the one list of outage errors, the
-  metrics registry, named SQL.
+  metrics registry, named SQL, and the process's traces (:data:`tracing`, off without the otel
+  extra).
 
 Kind authors use :mod:`jobs` instead. Names load on first use (:mod:`jobs.lazy`).
 """
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     from jobs.secrets import register as register_secret
     from jobs.secrets import scrub
     from jobs.settings import Settings
+    from jobs.traces import tracing
     from jobs.when import when
 
 if not TYPE_CHECKING:

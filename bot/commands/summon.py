@@ -30,7 +30,7 @@ from bot.queries import sql
 from bot.render import NO_PINGS
 from bot.settings import agent_configured
 from jobs import ErrandError
-from jobs.transport import TASK_FIELDS, Registry, get_logger, parse_params
+from jobs.transport import TASK_FIELDS, Registry, get_logger, parse_params, tracing
 from jobs.transport import when as parse_when
 
 log = get_logger("bot.commands")
@@ -160,53 +160,63 @@ async def summon(
         # Which process delivers this job's messages: the one whose shards hold the guild
         # (shard = (guild_id >> 22) % shard count; see jobs.engine.notices, partition).
         origin["partition"] = interaction.guild_id >> 22
-    # The submit is one short transaction; should the database be slow, the answer is deferred
-    # (public: the thread starts from it) and sent when the submit is done.
-    submit = host.store.submit(
-        kind_name,
-        values,
-        requester=requester_of(interaction.user),
-        origin=origin,
-        origin_group=group_of(interaction),
-        idempotency_key=f"{TRANSPORT}:{interaction.id}",
-        priority=priority,
-        run_at=run_at,
-    )
-    try:
-        job, _created = await in_time(interaction, submit, ephemeral=False)
-    except ErrandError as exc:  # a refusal (bad params, a quota): its message is for the user
-        await reply(interaction, render.code(str(exc), 400))
-        return
-    deferred = interaction.response.is_done()
-    due = job.run_at if run_at is not None else None
-    answer = render.answer(job.public_id, job.kind, job.state, channel_type, due=due)
-    anchor: int | None
-    if deferred:
-        # The first follow-up of a deferred answer becomes the answer message.
-        sent = await interaction.followup.send(answer, wait=True, allowed_mentions=NO_PINGS)
-        anchor = sent.id
-    else:
-        response = await interaction.response.send_message(answer, allowed_mentions=NO_PINGS)
-        anchor = response.message_id if response is not None else None
-    log.info(
-        "job.summoned",
-        job_id=job.public_id,
-        kind=job.kind,
+    # One span from the submit to the answer; the job stores it, so the worker's and the
+    # delivery's spans join it (jobs.transport.tracing: nothing without the otel extra).
+    with tracing.span(
+        "errand.summon",
+        kind=kind_name,
         guild=origin["guild_id"],
-        deferred=deferred,
-    )
-    # After the answer: remember the message to start the thread from, then wake delivery.
-    await sql.execute(
-        host.pool,
-        "binding_insert",
-        job_id=job.id,
-        anchor_message_id=str(anchor) if anchor else None,
-    )
-    # The answer shows the job's state from now on, edited through this interaction's token:
-    # Discord does not count those edits against the bot's global limit.
-    if not deferred:  # a deferred answer is a follow-up: delivery's fallback edits it
-        host.delivery.remember_answer(job.id, job.public_id, interaction, channel_type)
-    host.delivery.poke(job.id, job.public_id)
+        channel=origin["channel_id"],
+        interaction=origin["interaction_id"],
+    ):
+        # The submit is one short transaction; should the database be slow, the answer is
+        # deferred (public: the thread starts from it) and sent when the submit is done.
+        submit = host.store.submit(
+            kind_name,
+            values,
+            requester=requester_of(interaction.user),
+            origin=origin,
+            origin_group=group_of(interaction),
+            idempotency_key=f"{TRANSPORT}:{interaction.id}",
+            priority=priority,
+            run_at=run_at,
+            traceparent=tracing.traceparent(),  # the job's spans join this one
+        )
+        try:
+            job, _created = await in_time(interaction, submit, ephemeral=False)
+        except ErrandError as exc:  # a refusal (bad params, a quota): its message is for the user
+            await reply(interaction, render.code(str(exc), 400))
+            return
+        deferred = interaction.response.is_done()
+        due = job.run_at if run_at is not None else None
+        answer = render.answer(job.public_id, job.kind, job.state, channel_type, due=due)
+        anchor: int | None
+        if deferred:
+            # The first follow-up of a deferred answer becomes the answer message.
+            sent = await interaction.followup.send(answer, wait=True, allowed_mentions=NO_PINGS)
+            anchor = sent.id
+        else:
+            response = await interaction.response.send_message(answer, allowed_mentions=NO_PINGS)
+            anchor = response.message_id if response is not None else None
+        log.info(
+            "job.summoned",
+            job_id=job.public_id,
+            kind=job.kind,
+            guild=origin["guild_id"],
+            deferred=deferred,
+        )
+        # After the answer: remember the message to start the thread from, then wake delivery.
+        await sql.execute(
+            host.pool,
+            "binding_insert",
+            job_id=job.id,
+            anchor_message_id=str(anchor) if anchor else None,
+        )
+        # The answer shows the job's state from now on, edited through this interaction's token:
+        # Discord does not count those edits against the bot's global limit.
+        if not deferred:  # a deferred answer is a follow-up: delivery's fallback edits it
+            host.delivery.remember_answer(job.id, job.public_id, interaction, channel_type)
+        host.delivery.poke(job.id, job.public_id)
 
 
 def kinds_with(registry: Registry, params: list[str]) -> list[str]:

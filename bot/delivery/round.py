@@ -30,7 +30,7 @@ from bot.delivery.thread import Threads, waits_for_anchor
 from bot.errors import BindingPending, Stopping
 from bot.metrics import discord_retry, notice_dead_lettered, notice_delivered
 from bot.settings import BotSettings
-from jobs.transport import TERMINAL, UNAVAILABLE, Notice, Outbox, State, get_logger
+from jobs.transport import TERMINAL, UNAVAILABLE, Notice, Outbox, State, get_logger, tracing
 
 log = get_logger("bot.delivery")
 
@@ -105,12 +105,22 @@ class Round:
             binding = await self.progress.show(followed, job, shown.assets, binding)
             while pending:
                 notice = pending[0]
-                external = binding.progress_message_id
-                if notice.topic == QUESTION:
-                    external = await self.questions.show(job, notice, binding, asked)
-                elif notice.to_state in render.NOTICE_STATES:
-                    external = await self.notices.post(job, notice, binding)
-                if not await self.outbox.done(notice, external):
+                # Each notice's delivery joins the job's trace (its submitter's span).
+                with tracing.span(
+                    "errand.notice",
+                    parent=job.traceparent,
+                    job=job.public_id,
+                    notice=notice.id,
+                    topic=notice.topic,
+                    state=notice.to_state.value,
+                ):
+                    external = binding.progress_message_id
+                    if notice.topic == QUESTION:
+                        external = await self.questions.show(job, notice, binding, asked)
+                    elif notice.to_state in render.NOTICE_STATES:
+                        external = await self.notices.post(job, notice, binding)
+                    delivered = await self.outbox.done(notice, external)
+                if not delivered:
                     # Another process took these notices over (we stalled past the lease); it
                     # delivers them, and the nonce makes our send and its send one message.
                     log.warning("delivery.lease_lost", job_id=job.public_id, outbox_id=notice.id)

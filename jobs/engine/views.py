@@ -115,6 +115,8 @@ class JobView:
     wait_since: datetime | None = None
     retry_of: int | None = None
     """The job this one retries (an operator's retry; migration 0022), by internal id."""
+    traceparent: str | None = None
+    """The W3C traceparent of the span that submitted it (jobs/traces.py; None: traces off)."""
 
     @classmethod
     def from_record(cls, r: Any) -> JobView:
@@ -177,7 +179,7 @@ class JobView:
         }
 
 
-_OPTIONAL_FIELDS = ("run_seconds", "heartbeat_at", "retry_of")
+_OPTIONAL_FIELDS = ("run_seconds", "heartbeat_at", "retry_of", "traceparent")
 """What a :class:`JobView` reads only where its statement returns it: the job's run time from
 its attempts, and the columns statements that name theirs leave out."""
 _JOB_COLUMNS = tuple(k for k in JobView.__dataclass_fields__ if k not in _OPTIONAL_FIELDS)
@@ -302,6 +304,8 @@ class Claim:
     """What the handler saved with ``ctx.checkpoint(state)`` in an earlier attempt, or None."""
     since_due: timedelta | None = None
     """How long the job had been due when it was claimed (its wait to start)."""
+    traceparent: str | None = None
+    """The submitter's span, which this attempt's spans join (jobs/traces.py)."""
 
     @classmethod
     def from_record(cls, r: asyncpg.Record) -> Claim:
@@ -317,6 +321,7 @@ class Claim:
             failures=r["failures"],
             resume_state=r["checkpoint"],
             since_due=r["since_due"],
+            traceparent=r["traceparent"],
         )
 
 

@@ -53,6 +53,7 @@ from jobs.runtime.context import Context
 from jobs.runtime.registry import kind
 from jobs.secrets import scrub
 from jobs.settings import AgentSettings
+from jobs.traces import tracing
 
 NOT_CONFIGURED = (
     "no model is configured: set ERRAND_AGENT_BASE_URL (an OpenAI-compatible server, e.g. "
@@ -161,9 +162,11 @@ async def agent(ctx: Context, params: AgentParams) -> dict[str, Any]:
                 async def starting(running: str = call.id) -> None:
                     await save(running=running)
 
-                output = await _run_tool(
-                    ctx, meter, setup.tools, call, f"{number}-{index}", starting=starting
-                )
+                tool = getattr(getattr(call, "function", None), "name", None)
+                with tracing.span("errand.tool_call", tool=str(tool), call=call.id):
+                    output = await _run_tool(
+                        ctx, meter, setup.tools, call, f"{number}-{index}", starting=starting
+                    )
             messages.append({"role": "tool", "tool_call_id": call.id, "content": output})
             await save()
 
@@ -306,7 +309,8 @@ async def _call_model(ctx: Context, meter: Meter, setup: _Setup, messages: list[
             return bytes(body)
 
     try:
-        body = await ctx.race(fetch())
+        with tracing.span("errand.model_call", model=setup.model, tokens=request_tokens):
+            body = await ctx.race(fetch())
     except setup.unreachable as exc:  # after the client's own retries (max_retries)
         raise unreachable(setup, exc) from None
     if body is None:

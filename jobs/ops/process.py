@@ -33,6 +33,7 @@ from jobs.runtime.shutdown import EXIT_WITHIN_SECONDS
 from jobs.runtime.ticker import run_ticker
 from jobs.runtime.worker import Worker
 from jobs.tasks import supervise
+from jobs.traces import tracing
 
 if TYPE_CHECKING:
     from jobs.ops.health import Check, HealthServer
@@ -122,6 +123,8 @@ class Process:
         """
         self.stop, self.hard = stop_on_signals(self.announce)
         settings = self.settings
+        # Spans over OTLP when the environment asks for them (the otel extra; else nothing).
+        tracing.setup("-".join(self._roles()) or "process")
         async with open_engine(
             settings, pool_max=settings.db.pool_max, claims=self.with_worker
         ) as engine:
@@ -173,10 +176,14 @@ class Process:
         self.add_check("worker", _worker_check(worker, self.stop))
         return worker
 
+    def _roles(self) -> list[str]:
+        """What this process does: ``worker``, and its parts (``bot``, ``dashboard``)."""
+        return (["worker"] if self.with_worker else []) + sorted(self.parts)
+
     async def _heartbeat(self, engine: Engine) -> None:
         """Tell the fleet this process lives, its roles and its parts' detail, until it stops;
         then take its row away. An outage is logged and waited out."""
-        roles = (["worker"] if self.with_worker else []) + sorted(self.parts)
+        roles = self._roles()
         while not self.stop.is_set():
             try:
                 await engine.store.process_seen(self.name, roles, self.detail)

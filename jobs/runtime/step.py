@@ -25,6 +25,7 @@ from jobs.errors import BOUND_NAMES, BudgetExceeded, JobCancelled, JobParked, Le
 from jobs.runtime.attempt import Attempt, StopReason
 from jobs.runtime.budget import Budget, Meter, Usage
 from jobs.secrets import scrub
+from jobs.traces import tracing
 
 
 def _stopped(ctx: Attempt, *, lost: bool = False) -> StepOutcome:
@@ -69,8 +70,9 @@ class Steps:
         error: str | None = None
         deadline: asyncio.Timeout | None = None
         try:
-            async with asyncio.timeout(budget.step_seconds) as deadline:
-                yield meter
+            with tracing.span("errand.step", step=name, number=number):
+                async with asyncio.timeout(budget.step_seconds) as deadline:
+                    yield meter
         except TimeoutError:
             elapsed = round(time.monotonic() - started, 3)
             if budget.step_seconds is None or deadline is None or not deadline.expired():

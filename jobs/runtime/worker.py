@@ -45,6 +45,7 @@ from jobs.runtime.registry import Kind, Registry
 from jobs.runtime.shutdown import RECORD_WITHIN_SECONDS, Running, left_behind, stop_attempts
 from jobs.settings import BudgetSettings, WorkerSettings, default_data_dir
 from jobs.tasks import supervise
+from jobs.traces import tracing
 
 log = get_logger("worker")
 
@@ -494,7 +495,17 @@ class Worker:
             poll_seconds=self.settings.poll_seconds,
             retry_safe=spec.retry_safe,
         )
-        task = asyncio.create_task(self._run(spec, ctx), name=f"job:{claim.public_id}")
+        # The claim's span joins the submitter's trace (the job's traceparent); the task made
+        # inside it starts with it as its context, so the attempt's span is its child.
+        with tracing.span(
+            "errand.claim",
+            parent=claim.traceparent,
+            job=claim.public_id,
+            kind=claim.kind,
+            worker=self.name,
+            attempt=claim.attempt,
+        ):
+            task = asyncio.create_task(self._run(spec, ctx), name=f"job:{claim.public_id}")
         self.running[claim.attempt_id] = Running(ctx, spec, task, time.monotonic())
         if self._early_cancels.pop(claim.attempt_id, None) is not None:
             ctx.request_stop(StopReason.CANCEL)
@@ -506,12 +517,15 @@ class Worker:
         finish: Finish | None = None
         try:
             # Budgets, effects in doubt and failures map to outcomes in jobs/runtime/execute.py.
-            finish = await execute(
-                spec,
-                ctx,
-                retry_base=self.settings.retry_base_seconds,
-                retry_cap=self.settings.retry_cap_seconds,
-            )
+            with tracing.span(
+                "errand.attempt", job=ctx.public_id, kind=ctx.kind, attempt=ctx.claim.attempt
+            ):
+                finish = await execute(
+                    spec,
+                    ctx,
+                    retry_base=self.settings.retry_base_seconds,
+                    retry_cap=self.settings.retry_cap_seconds,
+                )
         except asyncio.CancelledError:
             # Cancelled by the runtime (shutdown, hard stop, lost lease); when the lease was lost
             # there is nothing left to record.

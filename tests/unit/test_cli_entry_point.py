@@ -14,16 +14,19 @@ def _commands(app: typer.Typer) -> set[str]:
 
 
 def test_errand_has_the_engine_commands_and_the_bot_commands_side_by_side() -> None:
-    """`errand --help` lists every engine command and `bot`, `run`, `sandbox`; the engine's own
-    app keeps only its commands (the bot adds to the root, not to it)."""
+    """`errand --help` lists every engine command, `bot`, `run`, `sandbox` and `dashboard`; the
+    engine's own app keeps only its commands (the bot and the dashboard add to the root, not to
+    it)."""
     from bot.cli import app, bot_app
+    from dashboard.cli import dashboard_app
     from jobs.ops.cli import app as engine_app
 
     engine = _commands(engine_app)
     assert {"migrate", "worker", "prune", "job", "outbox"} <= engine
     assert _commands(bot_app) == {"bot", "run", "sandbox"}
-    assert engine.isdisjoint({"bot", "run", "sandbox"})
-    assert _commands(app) == engine | {"bot", "run", "sandbox"}
+    assert [c.name for c in dashboard_app.registered_commands] == ["dashboard"]
+    assert engine.isdisjoint({"bot", "run", "sandbox", "dashboard"})
+    assert _commands(app) == engine | {"bot", "run", "sandbox", "dashboard"}
 
 
 def test_run_cli_ends_through_system_exit_unless_an_entry_point_asks_for_the_fast_exit(

@@ -8,12 +8,12 @@
 -- A job given a run_at is due then (a delayed job), else now; its deadline counts from submit.
 WITH ins AS (
     INSERT INTO job (public_id, kind, params, requester, origin, origin_group, idempotency_key,
-                     max_attempts, deadline_at, priority, run_at)
+                     max_attempts, deadline_at, priority, run_at, traceparent)
     VALUES (:public_id, :kind, :params, :requester, :origin, :origin_group, :idempotency_key,
             :max_attempts,
             CASE WHEN :deadline_seconds::float8 IS NULL THEN NULL
                  ELSE now() + make_interval(secs => :deadline_seconds) END,
-            :priority, coalesce(:run_at::timestamptz, now()))
+            :priority, coalesce(:run_at::timestamptz, now()), :traceparent)
     ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING *
 ), ev AS (
@@ -44,22 +44,23 @@ WITH input AS (
            coalesce(t.max_attempts, :max_attempts) AS max_attempts,
            coalesce(t.deadline_seconds, :deadline_seconds) AS deadline_seconds,
            coalesce(t.priority, :priority) AS priority,
-           coalesce(t.run_at, :run_at, now()) AS run_at
+           coalesce(t.run_at, :run_at, now()) AS run_at,
+           coalesce(t.traceparent, :traceparent) AS traceparent
     FROM unnest(:public_ids::text[], :kinds::text[], :params_each::text[],
                 :requesters::text[], :origins::text[], :origin_groups::text[],
                 :idempotency_keys::text[], :max_attempts_each::int[],
                 :deadline_seconds_each::float8[], :priorities::smallint[],
-                :run_ats::timestamptz[])
+                :run_ats::timestamptz[], :traceparents::text[])
              AS t(public_id, kind, params, requester, origin, origin_group, idempotency_key,
-                  max_attempts, deadline_seconds, priority, run_at)
+                  max_attempts, deadline_seconds, priority, run_at, traceparent)
 ), ins AS (
     INSERT INTO job (public_id, kind, params, requester, origin, origin_group, idempotency_key,
-                     max_attempts, deadline_at, priority, run_at)
+                     max_attempts, deadline_at, priority, run_at, traceparent)
     SELECT public_id, kind, params, requester, origin, origin_group,
            idempotency_key, max_attempts,
            CASE WHEN deadline_seconds IS NULL THEN NULL
                 ELSE now() + make_interval(secs => deadline_seconds) END,
-           priority, run_at
+           priority, run_at, traceparent
     FROM input
     ORDER BY idempotency_key
     RETURNING id, kind, origin <> '{}'::jsonb AS transported
@@ -392,7 +393,7 @@ WITH RECURSIVE wanted AS (
     WHERE j.id = p.id AND j.id = ANY(ARRAY(SELECT id FROM picked))
     RETURNING j.id, j.public_id, j.kind, j.params, j.attempts, j.failures, j.max_attempts,
               j.deadline_at, j.checkpoint, j.current_attempt_id, j.origin, j.run_at,
-              p.state AS from_state
+              j.traceparent, p.state AS from_state
 ), att AS (
     INSERT INTO attempt (id, job_id, number, worker, lease_expires_at)
     OVERRIDING SYSTEM VALUE
@@ -419,7 +420,7 @@ WITH RECURSIVE wanted AS (
     WHERE pid = :waiting_pid AND (SELECT count(*) FROM moved) >= :unlist_at
 )
 SELECT m.id, m.public_id, m.kind, m.params, m.attempts, m.failures, m.max_attempts,
-       m.deadline_at, m.checkpoint, m.current_attempt_id, m.from_state,
+       m.deadline_at, m.checkpoint, m.current_attempt_id, m.from_state, m.traceparent,
        now() - m.run_at AS since_due,
        (SELECT pg_notify('errand_outbox', '')
          WHERE EXISTS (SELECT 1 FROM moved x WHERE x.origin <> '{}'::jsonb))::text

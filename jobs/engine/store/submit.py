@@ -29,6 +29,7 @@ from jobs.errors import (
     QuotaExceeded,
 )
 from jobs.limits import InvalidInput
+from jobs.traces import TRACEPARENT
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,8 @@ class Submission:
     """When it becomes due (a delayed job); None: now."""
     where: str | None = None
     """How a refusal names this row ("line 3" of a file); ``row N``, counted from 1, if None."""
+    traceparent: str | None = None
+    """The submitter's span (W3C traceparent, jobs/traces.py), which the job's spans join."""
 
 
 def checked_priority(priority: int | None, spec: KindSpec) -> int:
@@ -61,6 +64,11 @@ def checked_run_at(run_at: datetime | None) -> datetime | None:
     if run_at is not None and run_at.utcoffset() is None:
         raise InvalidInput("run_at: give a time with its timezone (e.g. UTC)")
     return run_at
+
+
+def _traceparent(value: str | None) -> str | None:
+    """A W3C traceparent to store, or None (none given, or not one)."""
+    return value if value and TRACEPARENT.match(value) else None
 
 
 def _named(n: int, sub: Submission) -> str:
@@ -117,6 +125,7 @@ _BULK_COLUMNS = (
     ("deadline_seconds_each", "deadline_seconds"),
     ("priorities", "priority"),
     ("run_ats", "run_at"),
+    ("traceparents", "traceparent"),
 )
 
 
@@ -165,11 +174,14 @@ class Submits(Base):
         idempotency_key: str | None = None,
         priority: int | None = None,
         run_at: datetime | None = None,
+        traceparent: str | None = None,
     ) -> tuple[JobView, bool]:
         """Create a job, or return the one this idempotency key already made.
 
         ``priority`` (-10 to 10, higher first) defaults to the kind's; ``run_at`` makes it a
-        delayed job, due then (cancel it before then and it never runs).
+        delayed job, due then (cancel it before then and it never runs); ``traceparent`` is the
+        submitter's span, which the job's spans join (one that is not a W3C traceparent is
+        left out).
 
         Returns:
             The job and whether this call created it.
@@ -205,6 +217,7 @@ class Submits(Base):
             "deadline_seconds": spec.deadline_seconds,
             "priority": rank,
             "run_at": due,
+            "traceparent": _traceparent(traceparent),
         }
         if self.quotas.per_requester is None and (
             self.quotas.per_group is None or origin_group is None
@@ -315,6 +328,7 @@ class Submits(Base):
                     idempotency_key=s.idempotency_key,
                     priority=s.priority,
                     run_at=s.run_at,
+                    traceparent=s.traceparent,
                 )
                 out.append((job.public_id, created))
             return out
@@ -364,6 +378,7 @@ class Submits(Base):
                     [specs[n].deadline_seconds for n in rows],
                     [ranks[n] for n in rows],
                     [submissions[n].run_at for n in rows],
+                    [_traceparent(submissions[n].traceparent) for n in rows],
                 ],
             )
             try:

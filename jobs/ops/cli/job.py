@@ -107,14 +107,19 @@ def job_submit(
     params = checked(lambda: parse_params(param or []))
 
     async def go(engine: Engine) -> tuple[Any, bool]:
-        return await engine.store.submit(
-            kind,
-            params,
-            requester=requester,
-            idempotency_key=idempotency_key,
-            priority=priority,
-            run_at=run_at,
-        )
+        from jobs.traces import tracing
+
+        tracing.setup("cli")  # nothing (and no import) unless an OTLP endpoint is set
+        with tracing.span("errand.submit", kind=kind, requester=requester):
+            return await engine.store.submit(
+                kind,
+                params,
+                requester=requester,
+                idempotency_key=idempotency_key,
+                priority=priority,
+                run_at=run_at,
+                traceparent=tracing.traceparent(),  # the job's spans join this one
+            )
 
     job, created = with_engine(go, kinds=True)
     out = job.to_json() | {"created": created}
