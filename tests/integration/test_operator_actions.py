@@ -5,6 +5,8 @@ return what the database holds."""
 
 from __future__ import annotations
 
+import asyncio
+
 import asyncpg
 import pytest
 
@@ -159,3 +161,49 @@ async def test_failure_rates_and_the_backlog_read_what_the_database_holds(
     backlog = await store.backlog()
     assert backlog.pending == 1  # the failed job's creation notice (it has an origin)
     assert backlog.dead == 0
+
+
+async def test_two_operators_retrying_one_job_at_once_make_one_new_job(
+    store: JobStore, pool: asyncpg.Pool
+) -> None:
+    """The old job's row lock orders them; the second finds the retry's key taken and gets the
+    first one's job."""
+    [old] = await failed(store, pool)
+    for _ in range(20):
+        first, second = await asyncio.gather(store.retry(old, by="ada"), store.retry(old, by="bob"))
+        assert first.public_id == second.public_id
+    assert await pool.fetchval("SELECT count(*) FROM job WHERE retry_of IS NOT NULL") == 1
+    assert await pool.fetchval("SELECT count(*) FROM operator_action") == 1
+
+
+async def test_a_bulk_cancel_racing_claims_leaves_every_job_truthfully_moved(
+    store: JobStore, pool: asyncpg.Pool
+) -> None:
+    """A bulk cancel and claims at once, as docs/state-machine.md's race table says: a job the
+    claim took first is cancelling (its attempt told), one the cancel took first is cancelled
+    with no attempt, and none is left cancelled with an attempt open."""
+    await store.submit_many([Submission("sleep", {"seconds": 60}, "r") for _ in range(300)])
+
+    async def claims() -> int:
+        taken = 0
+        for _ in range(6):
+            taken += len(await store.claim("w", limit=25, lease_seconds=30))
+            await asyncio.sleep(0)
+        return taken
+
+    before = len(await store.claim("w", limit=50, lease_seconds=30))  # running before it
+    outcome, taken = await asyncio.gather(
+        store.cancel_matching(JobFilter(kind="sleep"), by="ada"), claims()
+    )
+    taken += before
+    states = dict(await pool.fetch("SELECT state::text, count(*) FROM job GROUP BY state"))
+    # Every job was queued or running when the filter read it, and each moved: a claimed one
+    # to cancelling, the others to cancelled, none left running.
+    assert (outcome.matched, outcome.changed) == (300, 300)
+    assert set(states) <= {"cancelled", "cancelling"}
+    assert before <= states.get("cancelling", 0) <= taken
+    open_under_cancelled = await pool.fetchval(
+        "SELECT count(*) FROM job j JOIN attempt a ON a.job_id = j.id"
+        " WHERE j.state = 'cancelled' AND a.ended_at IS NULL"
+    )
+    assert open_under_cancelled == 0
