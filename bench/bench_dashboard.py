@@ -36,13 +36,11 @@ from typing import Any
 
 import asyncpg
 
-from bench.common import fresh_db, server_dsn
+from bench.common import bulk_insert_args, fresh_db, server_dsn
 from jobs.engine.db import init_connection
-from jobs.engine.ids import new_public_ids
 from jobs.engine.moves import Row
 from jobs.engine.queries import engine_queries
 from jobs.engine.state import State
-from jobs.engine.store.submit import bulk_arguments
 from jobs.engine.views import SEARCH_SCOPE, JobFilter
 
 OUT = Path(__file__).resolve().parents[1] / "docs" / "performance-dashboard.md"
@@ -272,21 +270,8 @@ INDEX_SETS: dict[str, list[str]] = {
 async def bulk_ms(conn: asyncpg.Connection) -> float:
     """The server's time of ``submit_many``'s statement for :data:`BULK` jobs with an origin."""
     query = engine_queries()["job_insert_many"]
-    origin = json.dumps({"transport": "discord", "task": "bench", "guild_id": "1"})
-    columns: list[list[Any]] = [
-        ["noop"],
-        ["{}"],
-        ["bench"],
-        [origin],
-        ["guild:1"],
-        [None],
-        [1],
-        [None],
-        [0],
-        [None],
-        [None],
-    ]
-    args = query.args(bulk_arguments(new_public_ids(BULK), [c * BULK for c in columns]))
+    origin = {"transport": "discord", "task": "bench", "guild_id": "1"}
+    args = bulk_insert_args(BULK, kind="noop", origin=origin, group="guild:1")
     ms, _ = await plan_ms(conn, query.sql, args)
     return ms
 

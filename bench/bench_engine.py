@@ -57,7 +57,7 @@ from urllib.parse import urlsplit, urlunsplit
 import asyncpg
 
 from bench import fairness
-from bench.common import empty_db, fresh_db, quantile, server_dsn
+from bench.common import bulk_insert_args, empty_db, fresh_db, quantile, server_dsn
 from bench.harness import (
     ERRAND_WORKER,
     ROOT,
@@ -364,34 +364,17 @@ async def bulk_server_ms(server: str, n: int) -> float:
     ``submit_many`` for ``n`` jobs without keys, on a fresh database after a warm-up batch: what
     the server alone spends on the jobs and their events (notices), before any client work."""
     from jobs.engine.db import init_connection
-    from jobs.engine.ids import new_public_ids
     from jobs.engine.queries import engine_queries
-    from jobs.engine.store.submit import bulk_arguments
 
     dsn = await fresh_db(server, "bench_bulk_plan")
     conn = await asyncpg.connect(dsn)
     try:
         await init_connection(conn)
-        query = engine_queries()["job_insert_many"]
-        sql = query.sql
-        origin = json.dumps(ORIGIN)
+        sql = engine_queries()["job_insert_many"].sql
 
         def args(k: int) -> list[Any]:
             # What submit_many sends for this batch (one kind, requester and origin).
-            columns: list[list[Any]] = [
-                ["bench_count"],
-                ["{}"],
-                ["bench"],
-                [origin],
-                [None],
-                [None],
-                [1],
-                [None],
-                [0],
-                [None],
-                [None],
-            ]
-            return query.args(bulk_arguments(new_public_ids(k), [c * k for c in columns]))
+            return bulk_insert_args(k, kind="bench_count", origin=ORIGIN)
 
         await conn.fetchval(sql, *args(10))
         rolled_back = conn.transaction()

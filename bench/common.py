@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
@@ -56,3 +58,30 @@ def quantile(values: list[float], q: float) -> float:
     """The q-quantile (nearest rank) of ``values``."""
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]
+
+
+def bulk_insert_args(
+    n: int, *, kind: str, origin: dict[str, Any], group: str | None = None
+) -> list[Any]:
+    """The arguments ``submit_many`` sends to ``job_insert_many`` for ``n`` jobs of one kind,
+    requester and origin (no keys): what the bench's server-side figures run."""
+    from jobs.engine.ids import new_public_ids
+    from jobs.engine.queries import engine_queries
+    from jobs.engine.store.submit import bulk_arguments
+
+    # One value per column, in jobs.engine.store.submit's _BULK_COLUMNS order.
+    columns: list[list[Any]] = [
+        [kind],
+        ["{}"],
+        ["bench"],
+        [json.dumps(origin)],
+        [group],
+        [None],
+        [1],
+        [None],
+        [0],
+        [None],
+        [None],
+    ]
+    query = engine_queries()["job_insert_many"]
+    return query.args(bulk_arguments(new_public_ids(n), [c * n for c in columns]))
