@@ -186,7 +186,10 @@ class Process:
         roles = self._roles()
         while not self.stop.is_set():
             try:
-                await engine.store.process_seen(self.name, roles, self.detail)
+                # Bounded: a heartbeat stuck in an outage must not hold the process's stop.
+                await asyncio.wait_for(
+                    engine.store.process_seen(self.name, roles, self.detail), HEARTBEAT_SECONDS
+                )
             except _HEARTBEAT_ERRORS as exc:
                 log.warning("process.heartbeat_failed", error=f"{type(exc).__name__}: {exc}"[:300])
             with contextlib.suppress(TimeoutError):

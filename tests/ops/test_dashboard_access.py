@@ -90,6 +90,18 @@ def test_without_a_login_configured_the_dashboard_does_not_start(
     assert "ERRAND_DASHBOARD_TOKEN" in lines[0]
 
 
+def test_errand_run_with_the_dashboard_refuses_to_start_without_a_login(
+    database: Database, tmp_path: Path
+) -> None:
+    env = environment(database.dsn, tmp_path, DISCORD_TOKEN="x" * 59)
+    done = subprocess.run(
+        [*CLI, "run", "--dashboard"], env=env, cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [done.stderr.strip().splitlines()[0]]  # one line
+    assert "the dashboard does not start: no login is configured" in done.stderr
+
+
 def test_the_token_login_refuses_a_wrong_token_and_sets_a_safe_cookie_for_the_right_one(
     database: Database, dashboards: list[Running], tmp_path: Path
 ) -> None:
