@@ -10,13 +10,15 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
-from jobs.transport import TERMINAL, Queries
+from jobs.transport import Queries, State
 
 
 @cache
 def bot_queries() -> Queries:
     """Every named query of the bot."""
-    return Queries(Path(__file__).parent / "sql", {"terminal": TERMINAL})
+    return Queries(
+        Path(__file__).parent / "sql", {"terminal": frozenset(s for s in State if s.terminal)}
+    )
 
 
 sql = bot_queries()

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 import discord
 
-from jobs.transport import TERMINAL, Actor, JobStatus, JobView, Notice, State, scrub
+from jobs.transport import Actor, JobStatus, JobView, Notice, State, scrub
 
 MAX_CONTENT = 2000
 NO_PINGS = discord.AllowedMentions.none()
@@ -389,7 +389,7 @@ def notice(job: JobView, row: Notice, user_id: int | None) -> str:
         text += f" ({code(row.reason, 300)})" if row.reason else ""
     elif row.reason:
         text += f": {code(row.reason, 300)}"
-    if to in TERMINAL:
+    if to.terminal:
         text += f"\n{times(job)}"
         if job.attempts > 1 or job.failures:  # restarts and retries are part of the story
             text += f" · {job.attempt_line}"

@@ -40,7 +40,7 @@ from bot.errors import SandboxError
 from discord_emulator import Emulator, EmulatorConfig, User
 from discord_emulator.persist import WorldFile
 from discord_emulator.web import PageConfig, serve_page
-from jobs.transport import ID_PATTERN, TERMINAL, Process, Settings, State, UnknownJob
+from jobs.transport import ID_PATTERN, Process, Settings, State, UnknownJob
 
 GUILD_NAME = "Errand Sandbox"
 VIEWERS = ("alice", "bob", "operator")
@@ -209,7 +209,7 @@ class PageJobs:
             "id": job.public_id,
             "kind": job.kind,
             "state": job.state.value,
-            "finished": job.state in TERMINAL,
+            "finished": job.state.terminal,
             "task": str(job.origin.get("task") or ""),
             "progress": job.progress,
             "events": events,

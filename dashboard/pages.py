@@ -15,7 +15,6 @@ from aiohttp import web
 from dashboard.shared import STATES, Context, ListQuery, bad_input, is_live, refusal, render
 from jobs.transport import (
     ID_PATTERN,
-    TERMINAL,
     JobStatus,
     Outbox,
     Queries,
@@ -28,7 +27,7 @@ PAGE = 50
 COUNT_CAP = 10_000
 SILENT_AFTER_SECONDS = 15.0
 """A process not heard from for this long (three heartbeats) is shown as silent."""
-NON_TERMINAL = [s for s in State if s not in TERMINAL]
+NON_TERMINAL = [s for s in State if not s.terminal]
 
 
 async def overview(request: web.Request, ctx: Context) -> web.Response:

@@ -13,7 +13,7 @@ from aiohttp import web
 from multidict import MultiMapping
 
 from dashboard.access import CSRF_FIELD, Access, Login
-from jobs.transport import TERMINAL, JobFilter, JobStore, Settings, State
+from jobs.transport import JobFilter, JobStore, Settings, State
 
 STATES = [s.value for s in State]
 MAX_TEXT = 200
@@ -190,4 +190,4 @@ class ListQuery:
 
 
 def is_live(state: State) -> bool:
-    return state not in TERMINAL
+    return not state.terminal

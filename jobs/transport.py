@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from jobs.engine.ids import normalize as normalize_id
     from jobs.engine.notices import Notice, Outbox
     from jobs.engine.queries import Queries
-    from jobs.engine.state import TERMINAL, Actor, State
+    from jobs.engine.state import Actor, State
     from jobs.engine.store import JobStore
     from jobs.engine.views import JobFilter, JobStatus, JobView
     from jobs.errors import NotAllowed, UnknownJob

@@ -69,6 +69,11 @@ class Binding:
     answer_state: State | None
     """The state the /summon answer was last recorded to show."""
 
+    @property
+    def shows_end(self) -> bool:
+        """Whether the progress message shows the job's end (a terminal state)."""
+        return self.progress_state is not None and self.progress_state.terminal
+
     @classmethod
     def from_record(cls, r: asyncpg.Record) -> Binding:
         return cls(

@@ -30,7 +30,7 @@ from bot.delivery.thread import thread_name
 from bot.errors import Stopping
 from bot.render import NO_PINGS
 from bot.settings import BotSettings
-from jobs.transport import TERMINAL, JobView, Outbox, Registry, get_logger
+from jobs.transport import JobView, Outbox, Registry, get_logger
 
 log = get_logger("bot.delivery")
 
@@ -88,9 +88,9 @@ class ProgressMessage:
             return await self._open_post(followed, job, binding, view)
         if binding.progress_message_id is None:
             return await self._post(followed, binding, view, nonce=f"p{followed.public_id}")
-        if binding.progress_state in TERMINAL or binding.progress_hash == _hash(view.key):
+        if binding.shows_end or binding.progress_hash == _hash(view.key):
             return binding  # never a state after the terminal one; never an empty edit
-        if view.state in TERMINAL:
+        if view.state.terminal:
             await self.turns.wait(TERMINAL_EDIT)
         else:
             # Coalesce: at most one edit per interval per message, and a turn in the bot's
@@ -100,9 +100,9 @@ class ProgressMessage:
             if looked:  # it may have ended: a terminal state is shown at once
                 again = await self.outbox.look(followed.job_id)
                 job, assets = again.job, again.assets
-                if job.state not in TERMINAL:
+                if not job.state.terminal:
                     await self._pause(followed, binding, until_moved=False)
-            await self.turns.wait(TERMINAL_EDIT if job.state in TERMINAL else EDIT)
+            await self.turns.wait(TERMINAL_EDIT if job.state.terminal else EDIT)
             if not looked and followed.news.is_set():
                 again = await self.outbox.look(followed.job_id)
                 job, assets = again.job, again.assets
@@ -165,7 +165,7 @@ class ProgressMessage:
     ) -> Binding:
         assert binding.thread_id is not None
         channel = self.client.get_partial_messageable(int(binding.thread_id))
-        await self.turns.wait(TERMINAL_EDIT if view.state in TERMINAL else SETUP)
+        await self.turns.wait(TERMINAL_EDIT if view.state.terminal else SETUP)
         message = await channel.send(
             view.content,
             view=cancel_view(followed.public_id) if view.cancellable else discord.utils.MISSING,

@@ -30,7 +30,7 @@ from bot.delivery.thread import Threads, waits_for_anchor
 from bot.errors import BindingPending, Stopping
 from bot.metrics import discord_retry, notice_dead_lettered, notice_delivered
 from bot.settings import BotSettings
-from jobs.transport import TERMINAL, UNAVAILABLE, Notice, Outbox, State, get_logger, tracing
+from jobs.transport import UNAVAILABLE, Notice, Outbox, State, get_logger, tracing
 
 log = get_logger("bot.delivery")
 
@@ -139,21 +139,21 @@ class Round:
             raise
         except discord.HTTPException as exc:
             if exc.status != 429:
-                return await self._refused(followed, pending, exc, ended=job.state in TERMINAL)
+                return await self._refused(followed, pending, exc, ended=job.state.terminal)
             # Still rate limited after discord.py's own retries: Discord is saying "later",
             # not "no". Hand the notices back uncounted (never a dead letter); try again later.
             await self.outbox.release(pending, self.settings.delivery_rate_limited_seconds)
             log.warning("delivery.rate_limited", job_id=job.public_id)
             return False
         except Exception as exc:  # a bug: retry with backoff, then dead-letter
-            return await self._refused(followed, pending, exc, ended=job.state in TERMINAL)
+            return await self._refused(followed, pending, exc, ended=job.state.terminal)
         if job.state in render.NOTICE_STATES and binding.progress_state is job.state:
             # The progress message shows how it ended (unknown included): so does the answer.
             await self.answers.settle(job, binding)
         # A waiting job changes only through a notice (an answer, a timer, a cancel), which the
         # poll finds: once its wait is shown, its actor may end.
         waits = job.state is State.WAITING and binding.progress_state is State.WAITING
-        return waits or (job.state in TERMINAL and binding.progress_state in TERMINAL)
+        return waits or (job.state.terminal and binding.shows_end)
 
     async def _refused(
         self, followed: Followed, pending: list[Notice], exc: Exception, *, ended: bool

@@ -16,6 +16,11 @@ from enum import StrEnum
 class State(StrEnum):
     """The durable state of a job."""
 
+    @property
+    def terminal(self) -> bool:
+        """Whether a job in this state never leaves it (:data:`TERMINAL`)."""
+        return self in TERMINAL
+
     QUEUED = "queued"
     """Waiting to run, first time or after a retry (``run_at`` says when, ``attempts`` how many
     so far). Left by a worker claiming it, or by a requester, operator or deadline cancelling it."""

@@ -178,18 +178,17 @@ def test_a_name_a_door_does_not_export_is_an_attribute_error() -> None:
 
 
 def test_the_public_api_is_small() -> None:
-    """What a kind author and a transport may use, together (issue 29: about 30). The process
-    wiring is one name (``Process``) and the CLI two; of the rest, ``scrub``, ``backoff``,
-    ``UNAVAILABLE``, ``Notice`` and ``JobStatus`` are what bot/render.py and bot/delivery.py
-    import today, and the bound shrinks as they stop."""
+    """What a kind author and a transport may use, together (issue 29: about 30; docs/
+    architecture.md, "The doors", says what each group of names is for). A state's being
+    terminal is ``State.terminal``, not a set of its own; the process wiring is one name
+    (``Process``)."""
     import jobs
     import jobs.transport
 
     assert len(jobs.__all__) <= 10
-    # 37: ``when``, a job's time as a person types it (issue 31), read alike by CLI and bot.
-    # 38: ``JobFilter``, what ``JobStore.search`` takes: the dashboard's job list (issue 33).
-    # 39: ``tracing``, the process's spans, which /summon and delivery add to (issue 33).
-    assert len(set(jobs.__all__) | set(jobs.transport.__all__)) <= 39
+    # 37 and 38 (issue 33): ``JobFilter``, what ``JobStore.search`` takes (the dashboard's job
+    # list), and ``tracing``, the process's spans, which /summon and delivery add to.
+    assert len(set(jobs.__all__) | set(jobs.transport.__all__)) <= 38
 
 
 def test_the_transport_door_holds_no_piece_of_a_process() -> None:
