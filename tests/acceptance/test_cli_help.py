@@ -70,7 +70,7 @@ async def test_no_help_shows_python_types_and_commands_come_in_reading_order(
     top = await run_cli(cli_env | {"COLUMNS": "160"}, "--help")
     assert top.code == 0, top.err
     commands = re.findall(r"^│ (\w+)\s{2,}", top.out.split("Commands")[1], re.M)
-    assert commands[:4] == ["sandbox", "run", "bot", "worker"], commands
+    assert commands[:5] == ["sandbox", "run", "bot", "dashboard", "worker"], commands
     assert commands.index("job") < commands.index("migrate") < commands.index("prune")
     for args in (["job", "list"], ["job", "status"], ["job", "cancel"], ["worker"], ["prune"]):
         ran = await run_cli(cli_env | {"COLUMNS": "160"}, *args, "--help")

@@ -117,6 +117,7 @@ async def test_a_job_committed_while_a_worker_lists_itself_is_claimed_without_a_
                 deadline_seconds=None,
                 priority=0,
                 run_at=None,
+                traceparent=None,
             )
             # The sleep ends; the worker's claim cannot see the uncommitted job, and it lists
             # itself: the listing waits for the lock this submit holds (were it not to wait, the
