@@ -1,22 +1,49 @@
-"""A job's question on Discord, with the real bot, a worker and PostgreSQL against the emulator:
-the question's message and its buttons, select menu and modal; who may answer; one answer for
-two clicks; closed questions; timeouts; and the progress message while it waits."""
+"""A job's question on Discord, with the real bot, a real ``errand worker`` process and
+PostgreSQL against the emulator: the question's message and its buttons, select menu and modal;
+who may answer; one answer for two clicks; closed questions; timeouts; and the progress message
+while it waits."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from bot.client import ErrandBot
 from discord_emulator import Message, User
 from discord_emulator import permissions as P
-from jobs.runtime.worker import Worker
 from tests.support.polling import poll
 from tests.support.runtime import job_reaches
+from tests.support.worker_process import start_worker, stop_worker
 
-from .conftest import Errand, running_worker
+from .conftest import Errand
 
 ASK = 'steps=2 step_seconds=0.05 ask="Which colour?" choices=red,green'
+
+
+@pytest.fixture
+async def worker(errand: Errand, tmp_path: Path) -> AsyncIterator[asyncio.subprocess.Process]:
+    """A real ``errand worker`` process (short leases, as the e2e in-process worker's)."""
+    proc = await start_worker(errand.dsn, tmp_path)
+    try:
+        yield proc
+    finally:
+        await stop_worker(proc)
+
+
+@pytest.fixture
+async def parking_worker(
+    errand: Errand, tmp_path: Path
+) -> AsyncIterator[asyncio.subprocess.Process]:
+    """The same, parking a job as soon as it waits (no 30 s in its worker first)."""
+    proc = await start_worker(errand.dsn, tmp_path, ERRAND_WORKER_PARK_AFTER_SECONDS="0")
+    try:
+        yield proc
+    finally:
+        await stop_worker(proc)
 
 
 def custom_ids(message: Message) -> list[str]:
@@ -48,7 +75,7 @@ def member(errand: Errand, name: str, *, moderator: bool = False) -> User:
 
 
 async def test_a_click_by_the_requester_answers_and_another_users_click_is_refused(
-    errand: Errand, bot: ErrandBot, worker: Worker
+    errand: Errand, bot: ErrandBot, worker: asyncio.subprocess.Process
 ) -> None:
     alice, bob = errand.world.alice, member(errand, "bob")
     _, job_id = await errand.summon(params=ASK)
@@ -83,7 +110,7 @@ async def test_a_click_by_the_requester_answers_and_another_users_click_is_refus
 
 
 async def test_an_answer_in_ones_own_words_goes_through_the_modal(
-    errand: Errand, bot: ErrandBot, worker: Worker
+    errand: Errand, bot: ErrandBot, worker: asyncio.subprocess.Process
 ) -> None:
     alice = errand.world.alice
     _, job_id = await errand.summon(params='steps=1 step_seconds=0 ask="What name?"')
@@ -101,7 +128,7 @@ async def test_an_answer_in_ones_own_words_goes_through_the_modal(
 
 
 async def test_many_choices_make_a_select_menu(
-    errand: Errand, bot: ErrandBot, worker: Worker
+    errand: Errand, bot: ErrandBot, worker: asyncio.subprocess.Process
 ) -> None:
     colours = "red,orange,yellow,green,blue,indigo,violet"
     _, job_id = await errand.summon(params=f'steps=1 step_seconds=0 ask="Pick" choices={colours}')
@@ -116,7 +143,7 @@ async def test_many_choices_make_a_select_menu(
 
 
 async def test_two_clicks_at_once_give_one_answer(
-    errand: Errand, bot: ErrandBot, worker: Worker
+    errand: Errand, bot: ErrandBot, worker: asyncio.subprocess.Process
 ) -> None:
     """The requester and a moderator click at the same moment: one answer; the other click is
     told, ephemerally, who answered first."""
@@ -140,7 +167,7 @@ async def test_two_clicks_at_once_give_one_answer(
 
 
 async def test_a_click_after_a_cancel_is_told_the_question_is_closed(
-    errand: Errand, bot: ErrandBot, worker: Worker
+    errand: Errand, bot: ErrandBot, worker: asyncio.subprocess.Process
 ) -> None:
     """The click comes before Discord shows the question closed (its edit fails meanwhile)."""
     alice = errand.world.alice
@@ -171,28 +198,26 @@ async def test_a_click_after_a_cancel_is_told_the_question_is_closed(
 
 
 async def test_while_it_waits_the_progress_message_and_status_say_for_whom_and_what(
-    errand: Errand, bot: ErrandBot
+    errand: Errand, bot: ErrandBot, parking_worker: asyncio.subprocess.Process
 ) -> None:
     alice = errand.world.alice
-    async with running_worker(errand.store, errand.registry, errand.dsn) as worker:
-        worker.settings.park_after_seconds = 0
-        _, job_id = await errand.summon(params=ASK)
-        await errand.wait_progress_state(job_id, "waiting")
-        progress = await errand.progress_message(job_id)
-        content = errand.emu.message(progress.id).content
-        assert f"Waiting for <@{alice.id}>: Which colour? · since <t:" in content
-        status = await errand.emu.invoke_slash(
-            alice, errand.world.channel, "job status", {"id": job_id}
-        )
-        page = await status.wait_original()
-        assert f"Waiting for <@{alice.id}>: Which colour?" in page.content
-        question = await question_of(errand, job_id)
-        await click(errand, alice, question, custom_ids(question)[0])
-        await errand.wait_progress_state(job_id, "succeeded")
+    _, job_id = await errand.summon(params=ASK)
+    await errand.wait_progress_state(job_id, "waiting")
+    progress = await errand.progress_message(job_id)
+    content = errand.emu.message(progress.id).content
+    assert f"Waiting for <@{alice.id}>: Which colour? · since <t:" in content
+    status = await errand.emu.invoke_slash(
+        alice, errand.world.channel, "job status", {"id": job_id}
+    )
+    page = await status.wait_original()
+    assert f"Waiting for <@{alice.id}>: Which colour?" in page.content
+    question = await question_of(errand, job_id)
+    await click(errand, alice, question, custom_ids(question)[0])
+    await errand.wait_progress_state(job_id, "succeeded")
 
 
 async def test_a_timeout_takes_the_default_or_fails_the_job_and_closes_the_question(
-    errand: Errand, bot: ErrandBot, worker: Worker
+    errand: Errand, bot: ErrandBot, worker: asyncio.subprocess.Process
 ) -> None:
     _, with_default = await errand.summon(params=f"{ASK} timeout=0.3 default=grey")
     _, without = await errand.summon(params=f"{ASK} timeout=0.3")
