@@ -11,6 +11,7 @@ database error, and a job that ended must have no attempt left open.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 
 import asyncpg
 import pytest
@@ -19,8 +20,9 @@ from jobs.engine.db import Conn
 from jobs.engine.moves import CancelOutcome, CancelResult
 from jobs.engine.state import Actor
 from jobs.engine.store import JobStore
+from jobs.engine.store.operator import BulkOutcome
 from jobs.engine.transition import claim
-from jobs.engine.views import Claim
+from jobs.engine.views import Claim, JobFilter
 from tests.support.polling import poll
 from tests.support.rows import moves
 
@@ -40,16 +42,27 @@ async def _open_attempts(pool: asyncpg.Pool, job_id: int) -> list[int]:
 
 
 async def _held_race(
-    store: JobStore, pool: asyncpg.Pool, claimer: Conn, *, force: bool
-) -> tuple[int, Claim, CancelOutcome]:
-    """One race with its order forced: the claim holds the row, the cancel waits for it, then
-    the claim commits. Returns the job's id, the claim and the cancel's answer."""
+    store: JobStore,
+    pool: asyncpg.Pool,
+    claimer: Conn,
+    *,
+    force: bool,
+    bulk: bool = False,
+) -> tuple[int, Claim, CancelOutcome | BulkOutcome]:
+    """One race with its order forced: the claim holds the row, the cancel (of the job, or
+    ``bulk`` of every sleep job) waits for it, then the claim commits. Returns the job's id,
+    the claim and the cancel's answer."""
     job, _ = await store.submit("sleep", {"seconds": 60}, requester="r", origin={"t": 1})
     tx = claimer.transaction()
     await tx.start()
     try:
         [claimed] = await claim(claimer, worker="w", limit=1, lease_seconds=30, kinds=None)
-        cancel = asyncio.create_task(_cancel(store, job.public_id, force=force))
+        cancelling: Awaitable[CancelOutcome | BulkOutcome] = (
+            store.cancel_matching(JobFilter(kind="sleep"), by="ada", force=force)
+            if bulk
+            else _cancel(store, job.public_id, force=force)
+        )
+        cancel = asyncio.ensure_future(cancelling)
         pid = claimer.get_server_pid()
 
         async def cancel_waits_for_the_claim() -> bool:
@@ -79,6 +92,7 @@ async def test_a_claim_committing_while_the_cancel_waits_is_seen_by_the_cancel(
     Either way the history is queued -> running -> the cancel's move, one event each."""
     async with pool.acquire() as claimer:
         job_id, claimed, answer = await _held_race(store, pool, claimer, force=force)
+    assert isinstance(answer, CancelOutcome)
     job = await store.get(answer.job.public_id)
     attempts = await pool.fetch(
         "SELECT id, ended_at IS NOT NULL AS ended, outcome FROM attempt WHERE job_id = $1",
@@ -122,6 +136,7 @@ async def test_three_hundred_held_races_each_answer_truthfully(
     async with pool.acquire() as claimer:
         for _ in range(HELD_RACES):
             job_id, claimed, answer = await _held_race(store, pool, claimer, force=force)
+            assert isinstance(answer, CancelOutcome)
             answers[answer.outcome] = answers.get(answer.outcome, 0) + 1
             state = await pool.fetchval("SELECT state::text FROM job WHERE id = $1", job_id)
             assert state == answer.outcome.value  # cancelling or cancelled, as answered
@@ -129,6 +144,28 @@ async def test_three_hundred_held_races_each_answer_truthfully(
             assert await _open_attempts(pool, job_id) == expected_open
     expected = CancelResult.CANCELLED if force else CancelResult.CANCELLING
     assert answers == {expected: HELD_RACES}
+
+
+@pytest.mark.parametrize("force", [False, True], ids=["cancel", "force"])
+async def test_a_bulk_cancel_the_claim_raced_moves_the_job_on_the_locked_path(
+    store: JobStore, pool: asyncpg.Pool, force: bool
+) -> None:
+    """A bulk cancel's one statement finds the job the claim committed under it (raced), so it
+    cancels that job again on its own: it counts as changed, and ends as a cancel of a running
+    job does (cancelling with its attempt told, or forced: cancelled with it ended)."""
+    async with pool.acquire() as claimer:
+        job_id, claimed, answer = await _held_race(store, pool, claimer, force=force, bulk=True)
+    assert isinstance(answer, BulkOutcome)
+    assert (answer.matched, answer.changed) == (1, 1)
+    state = await pool.fetchval("SELECT state::text FROM job WHERE id = $1", job_id)
+    assert state == ("cancelled" if force else "cancelling")
+    assert await _open_attempts(pool, job_id) == ([] if force else [claimed.attempt_id])
+    final = "cancelled" if force else "cancelling"
+    assert await moves(pool, job_id) == [
+        (None, "queued"),
+        ("queued", "running"),
+        ("running", final),
+    ]
 
 
 @pytest.mark.parametrize("force", [False, True], ids=["cancel", "force"])

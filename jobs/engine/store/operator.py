@@ -218,9 +218,12 @@ class Operator(Requests):
                     detail={"filter": _described(where), "matched": len(jobs), "force": force},
                     conn=conn,
                 )
+        # A raced row did not move, so the statement has no public id for it: take it from
+        # the search that matched it.
+        public_ids = {j.id: j.public_id for j in jobs}
         for m in moved:
-            if m.raced and m.public_id is not None:
-                raced.append(m.public_id)
+            if m.raced:
+                raced.append(public_ids[m.job_id])
             elif m.ok:
                 changed += 1
         for public_id in raced:
