@@ -144,11 +144,18 @@ async def test_errand_job_in_another_terminal_sees_the_sandboxs_jobs(data_root: 
     sandbox_env = env | {"ERRAND_HEALTH_PORT": "0", "ERRAND_LOG_LEVEL": "info"}
     log = data_root / "sandbox.log"
     async with sandbox(data_dir, sandbox_env, log) as out:
-        [port] = [
-            json.loads(line)["port"]
-            for line in out.splitlines()
-            if line.startswith("{") and '"health.listening"' in line
-        ]
+        # The health server may start after the banner: wait for its line in the log.
+        deadline = time.monotonic() + 30
+        while not (
+            ports := [
+                json.loads(line)["port"]
+                for line in _read(log).splitlines()
+                if line.startswith("{") and '"health.listening"' in line
+            ]
+        ):
+            assert time.monotonic() < deadline, _read(log)[-3000:]
+            await asyncio.sleep(0.1)
+        [port] = ports
         deadline = time.monotonic() + 30
         while (ready := await http_get(port, "/readyz"))[0] != 200:
             assert time.monotonic() < deadline, ready
