@@ -22,7 +22,7 @@ from typing import Any
 
 import discord
 
-from bot import render
+from bot import question_text, render
 from bot.commands.shared import (
     NO_SUCH_JOB,
     host_of,
@@ -48,7 +48,7 @@ APPROVING = {"Approve": discord.ButtonStyle.success, "Deny": discord.ButtonStyle
 """Choices drawn in their own colour (the agent's approvals)."""
 
 
-def question_view(public_id: str, asked: render.Asked) -> discord.ui.View | None:
+def question_view(public_id: str, asked: question_text.Asked) -> discord.ui.View | None:
     """The components of an open question (None once it is answered or closed)."""
     if asked.status != "open":
         return None
@@ -256,10 +256,10 @@ async def answer(
     host.delivery.poke(job.id, job.public_id)
     if outcome.why is not None:
         await reply(
-            interaction, render.answer_refused(outcome.result, outcome.why, outcome.question)
+            interaction, question_text.answer_refused(outcome.result, outcome.why, outcome.question)
         )
         return
-    shown = render.question(job.public_id, outcome.question, None)
+    shown = question_text.question(job.public_id, outcome.question, None)
     if interaction.response.is_done() or interaction.message is None:
         # Answered late (deferred): the delivery edits the question's message; say so here.
         await reply(

@@ -10,7 +10,7 @@ from typing import Any
 import discord
 from discord import app_commands
 
-from bot import render
+from bot import render, status_page
 from bot.commands.shared import (
     MAX_NOTE,
     NO_JOB_HERE,
@@ -64,7 +64,7 @@ class JobGroup(app_commands.Group, name="job", description="Follow, cancel, reso
         if not jobs:
             await reply(interaction, "You have no jobs here yet. Start one with `/summon`.")
             return
-        lines = [render.job_line(j, str(j.origin.get("task") or "")) for j in jobs]
+        lines = [status_page.job_line(j, str(j.origin.get("task") or "")) for j in jobs]
         await reply(interaction, "\n".join(lines)[: render.MAX_CONTENT])
 
     @app_commands.command(name="resolve", description="Settle a job whose outcome is unknown")
@@ -118,7 +118,7 @@ async def _status(interaction: discord.Interaction[Any], job_id: str | None) -> 
     status = await host.store.status_in_line(job.public_id)
     binding = await sql.fetchrow(host.pool, "binding_get", job_id=job.id)
     deliveries = await host.outbox.notices(job.id)
-    return render.status_page(
+    return status_page.status_page(
         status,
         task=str(job.origin.get("task") or ""),
         thread_id=binding["thread_id"] if binding else None,

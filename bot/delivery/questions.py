@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import discord
 
-from bot import render
+from bot import question_text, render
 from bot.delivery.bindings import Binding
 from bot.delivery.discord_io import UNKNOWN_MESSAGE, Turns
 from bot.delivery.pacer import NOTICE
@@ -41,7 +41,7 @@ class QuestionMessages:
         user_id = binding.origin.user_id
         channel = self.client.get_partial_messageable(int(binding.thread_id))
         message_id = shown.get(asked.id) or notice.question_shown_as
-        content = render.question(job.public_id, asked, user_id)
+        content = question_text.question(job.public_id, asked, user_id)
         view = question_view(job.public_id, asked)
         await self.turns.wait(NOTICE)
         if message_id is not None:

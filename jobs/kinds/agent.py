@@ -30,6 +30,9 @@ The agent talks back (docs/kinds.md, "The agent's questions, follow-ups and appr
 - a catalog command marked ``approve`` asks "Run `...`? Approve / Deny" first
   (:func:`jobs.kinds.command.approval`); the decision is recorded before the command may start,
   a denial is the tool's result, and a resumed job never asks twice.
+
+Over 400 lines on purpose: one conversation's loop and the helpers only it calls (the model
+call, rates, tool calls, questions); they share its checkpoint rules, which a split would spread.
 """
 
 from __future__ import annotations

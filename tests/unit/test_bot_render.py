@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from bot import render
+from bot import question_text, render, status_page
 from bot.commands.summon import summon_params
 from bot.queries import bot_queries
 from jobs.engine.notices import Notice
@@ -136,7 +136,7 @@ def test_a_progress_line_never_shows_none() -> None:
     content = render.progress(lines.job, task="", may_resolve=False).content
     assert "Step 1 · hi, you" in content
     assert "None" not in content
-    assert "None" not in render.status_page(lines, task="", thread_id=None, deliveries=[])
+    assert "None" not in status_page.status_page(lines, task="", thread_id=None, deliveries=[])
 
 
 def test_a_retry_wait_and_unknown_say_what_happens_next() -> None:
@@ -254,7 +254,7 @@ def test_every_person_shown_is_a_mention_or_a_role_never_a_raw_id() -> None:
             False,
         ),
     ]
-    page = render.status_page(
+    page = status_page.status_page(
         JobStatus(resolved, events=events), task="charge", thread_id=None, deliveries=[]
     )
     assert "— → queued by <@1>: submitted" in page
@@ -313,7 +313,7 @@ def test_run_time_and_wall_time_are_each_named() -> None:
     content = render.progress(done, task="", may_resolve=False).content
     assert "Run time 4.0 s · wall time 15.0 s · attempt 1" in content
     assert "Took" not in content
-    page = render.status_page(JobStatus(done), task="", thread_id=None, deliveries=[])
+    page = status_page.status_page(JobStatus(done), task="", thread_id=None, deliveries=[])
     assert "(run time 4.0 s · wall time 15.0 s)" in page
     never = job(State.CANCELLED, finished_at=T0 + timedelta(seconds=3), attempts=0, run_seconds=0)
     shown = render.progress(never, task="", may_resolve=False).content
@@ -330,7 +330,7 @@ def test_a_silent_worker_is_said_to_be_silent() -> None:
     stamp = f"<t:{int((now - timedelta(seconds=20)).timestamp())}:R>"
     assert f"⚠️ Its worker was last heard from {stamp}; if it stays silent, the job is" in content
     assert render.progress(silent, task="", may_resolve=False).cancellable
-    page = render.status_page(JobStatus(silent), task="", thread_id=None, deliveries=[])
+    page = status_page.status_page(JobStatus(silent), task="", thread_id=None, deliveries=[])
     assert f"⚠️ Its worker was last heard from {stamp}." in page
     heard = job(State.RUNNING, heartbeat_at=now - timedelta(seconds=3))
     assert "heard from" not in render.progress(heard, task="", may_resolve=False).content
@@ -420,7 +420,7 @@ def test_the_status_page_shows_events_and_dead_letters() -> None:
         error="403 50013: Missing Permissions",
         external_id=None,
     )
-    page = render.status_page(status, task="count", thread_id="55", deliveries=[dead])
+    page = status_page.status_page(status, task="count", thread_id="55", deliveries=[dead])
     assert "Thread: <#55>" in page
     assert "⚠️ Notice (succeeded) not delivered: 403 50013: Missing Permissions" in page
     assert "queued → running by worker" in page
@@ -428,7 +428,7 @@ def test_the_status_page_shows_events_and_dead_letters() -> None:
 
 
 def test_the_status_of_an_unknown_job_says_how_to_settle_it() -> None:
-    page = render.status_page(
+    page = status_page.status_page(
         JobStatus(job(State.UNKNOWN, reason="effect in doubt")),
         task="charge",
         thread_id=None,
@@ -499,23 +499,23 @@ def test_a_waiting_job_says_for_whom_and_what_or_until_when() -> None:
 
 
 def test_a_question_asks_then_says_how_it_ended_its_words_made_inert() -> None:
-    asked = render.question("k7m2x9qa", _question("open"), 42)
+    asked = question_text.question("k7m2x9qa", _question("open"), 42)
     assert asked.startswith(
         "<@42> 💬 Job `k7m2x9qa` asks: **Which \\*\\*colour\\*\\*? @\u200beveryone**"
     )
     assert asked.endswith("Choose below.")
-    answered = render.question(
+    answered = question_text.question(
         "k7m2x9qa", _question("answered", answer="red", answered_by="discord:7"), 42
     )
     assert "<@42>" not in answered  # only the open question pings
     assert answered.endswith("✅ Answered by <@7>: **red**")
-    timed_out = render.question("k7m2x9qa", _question("timed_out"), 42)
+    timed_out = question_text.question("k7m2x9qa", _question("timed_out"), 42)
     assert timed_out.endswith("⌛ Closed: no answer in time.")
-    closed = render.question(
+    closed = question_text.question(
         "k7m2x9qa", _question("closed", closed_reason="the job was cancelled"), 42
     )
     assert closed.endswith("⛔ Closed: the job was cancelled.")
-    refused = render.answer_refused(
+    refused = question_text.answer_refused(
         "already_answered", "x", _question("answered", answer="red", answered_by="cli")
     )
     assert refused == "Already answered by an operator: **red**. Nothing changed."
@@ -523,5 +523,5 @@ def test_a_question_asks_then_says_how_it_ended_its_words_made_inert() -> None:
 
 def test_the_status_page_lists_a_question_asked_while_it_runs() -> None:
     running = JobStatus(job(State.RUNNING), questions=[_question("open")])
-    page = render.status_page(running, task="count", thread_id=None, deliveries=[])
+    page = status_page.status_page(running, task="count", thread_id=None, deliveries=[])
     assert "💬 Asks <@42>: Which \\*\\*colour\\*\\*? @\u200beveryone" in page

@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from bot import render
+from bot import render, status_page
 from jobs.engine.notices import Notice
 from jobs.engine.policy import SQL_SETS
 from jobs.engine.queries import engine_queries
@@ -155,8 +155,10 @@ def test_the_bot_renders_every_state(state: State) -> None:
     )
     assert state.value in render.notice(j, row, 42)
     assert render.ANSWER_STATE[state] in render.answer(j.public_id, j.kind, state, 0)
-    assert render.ICONS[state] in render.job_line(j, "count")
-    assert state.value in render.status_page(status, task="count", thread_id=None, deliveries=[])
+    assert render.ICONS[state] in status_page.job_line(j, "count")
+    assert state.value in status_page.status_page(
+        status, task="count", thread_id=None, deliveries=[]
+    )
 
 
 @pytest.mark.parametrize("state", list(State))

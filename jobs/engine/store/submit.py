@@ -4,6 +4,10 @@ A submit validates the parameters with the kind's model and writes the job, its 
 (a notice when it has an origin) and the wake-up of a waiting worker (``job_wake``) in one
 statement; a repeated idempotency key returns the job it already made, and a key reused for
 another request is refused.
+
+A little over 400 lines on purpose: the single and the bulk submit share the parameter
+checks, the idempotency rules and the quotas, which would otherwise live in a third module
+that both import for no other reason.
 """
 
 from __future__ import annotations
