@@ -331,23 +331,25 @@ async def bare_submit_statement(server: str, n: int, statement: str | None = Non
     conn = await asyncpg.connect(dsn)
     try:
         await init_connection(conn)
-        insert = statement or engine_queries()["job_insert"].sql
+        query = engine_queries()["job_insert"]
+        insert = statement or query.sql
+        # The arguments submit passes, by name (a cut-down statement keeps their $n places).
+        values: dict[str, Any] = {
+            "kind": "bench_count",
+            "params": {},
+            "requester": "bench",
+            "origin": ORIGIN,
+            "origin_group": None,
+            "idempotency_key": None,
+            "max_attempts": 1,
+            "deadline_seconds": None,
+            "priority": 0,
+            "run_at": None,
+            "traceparent": None,
+        }
 
         async def one() -> None:
-            await conn.fetchrow(
-                insert,
-                new_public_id(),
-                "bench_count",
-                {},
-                "bench",
-                ORIGIN,
-                None,
-                None,
-                1,
-                None,
-                0,
-                None,
-            )
+            await conn.fetchrow(insert, *query.args(values | {"public_id": new_public_id()}))
 
         for _ in range(50):
             await one()
