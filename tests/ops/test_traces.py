@@ -96,8 +96,14 @@ async def test_one_summon_gives_one_trace_across_the_bot_the_worker_and_delivery
         )
 
         def complete() -> bool:
-            return len(receiver.named("errand.notice")) >= notices and bool(
-                receiver.named("errand.tool_call")
+            # Each process exports its spans in batches of its own, so the bot's notices can
+            # arrive before the worker's last batch: wait for every span this test reads.
+            named = ("errand.summon", "errand.claim", "errand.attempt", "errand.step")
+            return (
+                len(receiver.named("errand.notice")) >= notices
+                and len(receiver.named("errand.model_call")) >= 2
+                and bool(receiver.named("errand.tool_call"))
+                and all(receiver.named(name) for name in named)
             )
 
         await poll(complete, within=20, what="every span exported")
