@@ -108,7 +108,7 @@ def status_page(
         lines.append("Last events:")
         for e in shown:
             why = f": {code(e.reason, 120)}" if e.reason else ""
-            if e.topic == "question":  # a question asked, answered or closed: no state changed
+            if e.is_question:  # a question asked, answered or closed: no state changed
                 lines.append(f"• {stamp(e.at, 'T')} {QUESTION_ICON} question by {e.actor}{why}")
                 continue
             source = e.from_state.value if e.from_state else "—"

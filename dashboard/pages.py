@@ -12,7 +12,7 @@ from typing import Any
 
 from aiohttp import web
 
-from dashboard.shared import STATES, Context, ListQuery, bad_input, is_live, refusal, render
+from dashboard.shared import STATES, Context, ListQuery, bad_input, refusal, render
 from jobs.transport import (
     ID_PATTERN,
     JobStatus,
@@ -83,7 +83,6 @@ async def job_list(request: web.Request, ctx: Context) -> web.Response:
         cap=COUNT_CAP,
         states=STATES,
         kinds=await _kind_names(ctx),
-        is_live=is_live,
     )
 
 
@@ -106,7 +105,7 @@ def timeline(status: JobStatus, actions: list[Any]) -> list[Entry]:
     out: list[Entry] = []
     for e in status.events:
         data = e.data if isinstance(e.data, dict) else {}
-        if e.topic == "question":
+        if e.is_question:
             text = f"question: {e.reason or ''}".strip()
         else:
             source = e.from_state.value if e.from_state else "new"
@@ -179,7 +178,7 @@ async def one_job(request: web.Request, ctx: Context) -> web.Response:
             ("seconds", round(job.run_seconds or 0, 1), budget.job_seconds),
         ],
         thread=_discord_link(job.origin, await discord_thread(ctx.pool, job.id)),
-        is_live=is_live(job.state),
+        is_live=not job.state.terminal,
         State=State,
     )
 

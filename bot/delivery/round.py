@@ -34,10 +34,6 @@ from jobs.transport import UNAVAILABLE, Notice, Outbox, State, get_logger, traci
 
 log = get_logger("bot.delivery")
 
-QUESTION = "question"
-"""The topic of a question's notice (the others are transitions): the ``topic`` label of the
-notice metrics is the notice's topic."""
-
 # Errors after which a round is simply tried again: the database unavailable (the one list,
 # jobs.engine.db.UNAVAILABLE) or refusing a statement, Discord not answering or failing.
 TRANSIENT: tuple[type[BaseException], ...] = (
@@ -115,7 +111,7 @@ class Round:
                     state=notice.to_state.value,
                 ):
                     external = binding.progress_message_id
-                    if notice.topic == QUESTION:
+                    if notice.is_question:
                         external = await self.questions.show(job, notice, binding, asked)
                     elif notice.to_state in render.NOTICE_STATES:
                         external = await self.notices.post(job, notice, binding)

@@ -35,7 +35,7 @@ from jobs.engine.ids import incarnation
 from jobs.engine.mail import Question
 from jobs.engine.queries import engine_queries
 from jobs.engine.state import Actor, State
-from jobs.engine.views import JobView
+from jobs.engine.views import QUESTION_TOPIC, TOPIC, JobView
 from jobs.errors import UnknownJob
 from jobs.retry import backoff
 
@@ -43,10 +43,6 @@ OUTBOX_CHANNEL = "errand_outbox"
 """NOTIFY channel: a transition wrote a notice."""
 PROGRESS_CHANNEL = "errand_progress"
 """NOTIFY channel: a job's progress changed (payload: its public id)."""
-TOPIC = "transition"
-"""What most notices are about: a job's transition (a label of the notice metrics)."""
-QUESTION_TOPIC = "question"
-"""A notice about one of the job's questions: asked, answered, timed out or closed."""
 
 _SQL = engine_queries()
 
@@ -85,6 +81,11 @@ class Notice:
     """Who asked for the transition, where a request records them (a resolve: ``discord:42``)."""
     note: str | None = None
     """What they wrote, where a request records it (a resolve's note)."""
+
+    @property
+    def is_question(self) -> bool:
+        """About one of the job's questions, not a change of its state."""
+        return self.topic == QUESTION_TOPIC
 
     @classmethod
     def from_record(cls, r: asyncpg.Record, prefix: str = "") -> Notice:

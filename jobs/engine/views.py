@@ -13,6 +13,12 @@ from jobs.engine.line import Place
 from jobs.engine.mail import Message, Question
 from jobs.engine.state import LIVE, State
 
+TOPIC = "transition"
+"""What most events and notices are about: a job's transition (a label of the notice metrics)."""
+QUESTION_TOPIC = "question"
+"""An event or notice about one of the job's questions: asked, answered, timed out or closed
+(the job's state did not change)."""
+
 
 def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value else None
@@ -199,9 +205,14 @@ class EventView:
     at: datetime
     data: Any
     ignored: bool
-    topic: str = "transition"
+    topic: str = TOPIC
     """``transition``, or ``question`` (one of its questions was asked, answered or closed;
     the state did not change)."""
+
+    @property
+    def is_question(self) -> bool:
+        """About one of the job's questions, not a change of its state."""
+        return self.topic == QUESTION_TOPIC
 
     @classmethod
     def from_record(cls, r: Any) -> EventView:

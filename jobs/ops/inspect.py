@@ -93,7 +93,7 @@ async def timeline(store: JobStore, public_id: str) -> Timeline:
     notices = await admin.notices_of(store.pool, job.id)
     entries: list[Entry] = []
     for ev in status.events:
-        if ev.topic == "question":  # a question asked, answered or closed: no state changed
+        if ev.is_question:  # a question asked, answered or closed: no state changed
             entries.append(Entry(ev.at, "question", f"question by {ev.actor}: {ev.reason}"))
             continue
         mark = " (ignored: stale write)" if ev.ignored else ""
@@ -144,7 +144,7 @@ async def timeline(store: JobStore, public_id: str) -> Timeline:
             Entry(m.at, "message", said + (f" (refused: {m.refused})" if m.refused else ""))
         )
     for n in notices:
-        about = "question" if n.topic == "question" else f"transition -> {n.to_state}"
+        about = "question" if n.is_question else f"transition -> {n.to_state}"
         entries.append(Entry(n.at, "notice", f"notice {n.id} ({about}) queued"))
         if n.delivered_at is not None:
             entries.append(

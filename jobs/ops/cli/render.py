@@ -82,7 +82,7 @@ def status_text(status: JobStatus) -> str:
         ]
     lines.append("events:")
     for ev in status.events:
-        if ev.topic == "question":
+        if ev.is_question:
             lines.append(f"  {ev.at:%H:%M:%S}  question by {ev.actor}: {ev.reason}")
             continue
         mark = " (no effect)" if ev.ignored else ""
