@@ -274,8 +274,15 @@ async def keep_session(conn: asyncpg.Connection) -> None:
     """The pool's reset on release: nothing to undo, so no round trip (see :func:`create_pool`)."""
 
 
-async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = 10) -> asyncpg.Pool:
-    """A connection pool with Errand's codecs, whose release costs no round trip.
+async def create_pool(
+    dsn: str,
+    *,
+    min_size: int = 1,
+    max_size: int = 10,
+    server_settings: dict[str, str] | None = None,
+) -> asyncpg.Pool:
+    """A connection pool with Errand's codecs, whose release costs no round trip
+    (``server_settings``: session settings every connection starts with).
 
     asyncpg's default reset sends ``pg_advisory_unlock_all(); CLOSE ALL; UNLISTEN *;
     RESET ALL`` on every release: a round trip on each submit, claim, finish and cancel. None of
@@ -295,7 +302,12 @@ async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = 10) -> asy
     must undo it itself, or use :func:`connect`.
     """
     pool = await asyncpg.create_pool(
-        dsn, min_size=min_size, max_size=max_size, init=init_connection, reset=keep_session
+        dsn,
+        min_size=min_size,
+        max_size=max_size,
+        init=init_connection,
+        reset=keep_session,
+        server_settings=server_settings,
     )
     assert pool is not None
     return pool
@@ -308,17 +320,9 @@ async def claim_pool(dsn: str) -> asyncpg.Pool:
     The claim is one statement of many parts (docs/state-machine.md, "The claim's order"):
     PostgreSQL plans it again on every call unless told otherwise, because its estimate of the
     generic plan is higher than that of a plan for each call's values, and planning it costs
-    more than running it (measured at 10,000 queued: 1.4 ms of a 2.8 ms claim of 20). The
-    generic plan reads the same indexes. Only the claim runs on these connections: no other
-    statement inherits the setting.
+    more than running it (docs/state-machine.md). The generic plan reads the same indexes. Only
+    the claim runs on these connections: no other statement inherits the setting.
     """
-    pool = await asyncpg.create_pool(
-        dsn,
-        min_size=1,
-        max_size=2,
-        init=init_connection,
-        reset=keep_session,
-        server_settings={"plan_cache_mode": "force_generic_plan"},
+    return await create_pool(
+        dsn, min_size=1, max_size=2, server_settings={"plan_cache_mode": "force_generic_plan"}
     )
-    assert pool is not None
-    return pool

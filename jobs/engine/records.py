@@ -269,9 +269,15 @@ class AttemptRecords:
 
 async def read_asset(pool: asyncpg.Pool, job_id: int, name: str) -> bytes:
     """An asset's content. Raises KeyError when the job has no asset of that name."""
+    return (await read_typed_asset(pool, job_id, name))[1]
+
+
+async def read_typed_asset(pool: asyncpg.Pool, job_id: int, name: str) -> tuple[str, bytes]:
+    """An asset's content type and content, from one read. Raises KeyError when the job has
+    no asset of that name."""
     row = await _SQL.fetchrow(pool, "asset_get", job_id=job_id, name=name)
     if row is None:
         raise KeyError(name)
     if row["data"] is not None:
-        return bytes(row["data"])
-    return await asyncio.to_thread(Path(row["path"]).read_bytes)
+        return row["content_type"], bytes(row["data"])
+    return row["content_type"], await asyncio.to_thread(Path(row["path"]).read_bytes)

@@ -19,16 +19,16 @@ import asyncpg
 
 from jobs.engine import policy
 from jobs.engine.db import Conn
-from jobs.engine.ids import new_public_ids
+from jobs.engine.ids import new_public_ids, normalize
 from jobs.engine.mail import QuestionStatus
 from jobs.engine.moves import CancelRequest, Row
-from jobs.engine.records import read_asset
+from jobs.engine.records import read_typed_asset
 from jobs.engine.state import Actor, State
 from jobs.engine.store.mailbox import close_questions
 from jobs.engine.store.requests import Requests
 from jobs.engine.transition import transition
 from jobs.engine.views import JobFilter, JobView
-from jobs.errors import NotAllowed
+from jobs.errors import NotAllowed, UnknownJob
 
 BULK_CAP = 10_000
 """The most jobs one bulk action touches (the count shown before it says "10,000 or more")."""
@@ -291,11 +291,11 @@ class Operator(Requests):
 
     async def asset(self, public_id: str, name: str) -> tuple[str, bytes]:
         """A job's asset: its content type and content. Raises UnknownJob, KeyError."""
-        job = await self.get(public_id)
-        row = await self.sql.fetchrow(self.pool, "asset_get", job_id=job.id, name=name)
-        if row is None:
-            raise KeyError(name)
-        return row["content_type"], await read_asset(self.pool, job.id, name)
+        public_id = normalize(public_id)
+        job_id = await self.sql.fetchval(self.pool, "job_id_by_public_id", public_id=public_id)
+        if job_id is None:
+            raise UnknownJob(public_id)
+        return await read_typed_asset(self.pool, job_id, name)
 
     async def process_seen(self, name: str, roles: Sequence[str], detail: dict[str, Any]) -> None:
         """A long-running process's heartbeat (its row, made on the first)."""
