@@ -218,17 +218,9 @@ async def answer(
     text: str | None = None,
 ) -> None:
     """Answer a job's question from a click or a modal, and say what happened."""
-    job = await in_time(interaction, visible(interaction, public_id))
-    if job is None:
-        await reply(interaction, NO_SUCH_JOB)
-        return
-    actor = await in_time(interaction, answerer(interaction, job))
-    if actor is None:
-        await reply(interaction, refusal(job))
-        return
     host = host_of(interaction)
 
-    async def record() -> Any:
+    async def record(job: JobView, actor: Actor) -> Any:
         # The interaction's id makes a retry a replay: a first try that committed but whose
         # reply was lost (a database restart) is not recorded twice.
         for tries in range(1, ANSWER_TRIES + 1):
@@ -248,10 +240,24 @@ async def answer(
                 await asyncio.sleep(0.2 * tries)
         raise AssertionError("unreachable")
 
+    async def decide() -> tuple[JobView | None, str | None, Any]:
+        # One deadline for the whole of it (the lookup, who answers, the record): Discord's 3 s
+        # run from the click, not from each step.
+        job = await visible(interaction, public_id)
+        if job is None:
+            return None, NO_SUCH_JOB, None
+        actor = await answerer(interaction, job)
+        if actor is None:
+            return job, refusal(job), None
+        return job, None, await record(job, actor)
+
     try:
-        outcome = await in_time(interaction, record())
+        job, refused, outcome = await in_time(interaction, decide())
     except ErrandError as exc:  # not one of its choices, no words: nothing was recorded
         await reply(interaction, render.code(str(exc), 300))
+        return
+    if job is None or refused is not None:
+        await reply(interaction, refused or NO_SUCH_JOB)
         return
     host.delivery.poke(job.id, job.public_id)
     if outcome.why is not None:
