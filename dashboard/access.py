@@ -23,7 +23,6 @@ import ipaddress
 import json
 import secrets
 import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from aiohttp import web
@@ -32,11 +31,7 @@ from dashboard.settings import DashboardSettings
 
 COOKIE = "errand_session"
 CSRF_FIELD = "csrf"
-USER_KEY = web.AppKey("user", str)
-"""Where the request's user is kept (``request[USER]``)."""
 MAX_NAME = 64
-
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,6 @@ from jobs.transport import JobStore, Settings, get_logger
 log = get_logger("dashboard")
 
 STATIC = Path(__file__).parent / "static"
-OPEN = ("/login", "/static/")
-"""Paths served to anyone: the login form and the page's own files."""
 
 View = Callable[[web.Request, Context], Awaitable[web.StreamResponse]]
 

@@ -80,10 +80,6 @@ class Live:
         self._progress: set[str] = set()
         self._changes = Changes(store)
 
-    @property
-    def subscribers(self) -> int:
-        return len(self._subscribers)
-
     async def run(self, stop: asyncio.Event) -> None:
         """Listen and fan out until ``stop``; a lost connection is opened again with backoff."""
         failures = 0

@@ -141,8 +141,8 @@ class ListQuery:
             after=int(after) if after else None,
         )
 
-    def pairs(self, *, with_page: bool = False) -> list[tuple[str, str]]:
-        """The query string's pairs of this filter (and order and cursor when asked)."""
+    def pairs(self) -> list[tuple[str, str]]:
+        """The query string's pairs of this filter."""
         pairs = [("state", s.value) for s in self.states]
         for name, value in (
             ("kind", self.kind),
@@ -154,11 +154,6 @@ class ListQuery:
         ):
             if value:
                 pairs.append((name, value))
-        if with_page:
-            if self.oldest_first:
-                pairs.append(("order", "oldest"))
-            if self.after is not None:
-                pairs.append(("after", str(self.after)))
         return pairs
 
     def url(self, path: str = "/jobs", **change: Any) -> str:
@@ -187,7 +182,3 @@ class ListQuery:
             until=self.until,
             text=self.text,
         )
-
-
-def is_live(state: State) -> bool:
-    return not state.terminal

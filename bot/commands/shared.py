@@ -18,7 +18,7 @@ import discord
 
 from bot import authz
 from bot.queries import sql
-from bot.render import NO_PINGS
+from bot.render import NO_PINGS, TRANSPORT
 from bot.settings import BotSettings
 from jobs.transport import (
     ID_PATTERN,
@@ -30,7 +30,6 @@ from jobs.transport import (
     normalize_id,
 )
 
-TRANSPORT = "discord"
 MAX_TASK = 1500
 MAX_PARAMS = 1000
 MAX_NOTE = 500

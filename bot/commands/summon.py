@@ -18,7 +18,6 @@ from bot import authz, render
 from bot.commands.shared import (
     MAX_PARAMS,
     MAX_TASK,
-    TRANSPORT,
     group_of,
     host_of,
     in_time,
@@ -27,7 +26,7 @@ from bot.commands.shared import (
     requester_of,
 )
 from bot.queries import sql
-from bot.render import NO_PINGS
+from bot.render import NO_PINGS, TRANSPORT
 from bot.settings import agent_configured
 from jobs import ErrandError
 from jobs.transport import TASK_FIELDS, Registry, get_logger, parse_params, tracing
