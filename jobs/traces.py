@@ -18,7 +18,7 @@ import atexit
 import os
 import re
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 from jobs.logs import get_logger
@@ -31,6 +31,7 @@ TRACEPARENT = re.compile(r"^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$")
 """A W3C traceparent (version, trace id, parent span id, flags), as a job stores it."""
 
 Attribute = str | int | float | bool | None
+_OFF: AbstractContextManager[None] = nullcontext()
 
 
 def wanted() -> bool:
@@ -85,15 +86,19 @@ class Tracing:
         log.info("traces.exporting", service=named.get("service.name", "from OTEL_SERVICE_NAME"))
         return True
 
-    @contextmanager
     def span(
         self, name: str, *, parent: str | None = None, **attributes: Attribute
-    ) -> Iterator[str | None]:
+    ) -> AbstractContextManager[str | None]:
         """A span around the block, the current span's child, or ``parent``'s (a traceparent
         from another process); yields its own traceparent (None when traces are off)."""
         if self._tracer is None:
-            yield None
-            return
+            return _OFF  # on every job and step: no generator made when traces are off
+        return self._span(name, parent, attributes)
+
+    @contextmanager
+    def _span(
+        self, name: str, parent: str | None, attributes: dict[str, Attribute]
+    ) -> Iterator[str | None]:
         context = None
         if parent and TRACEPARENT.match(parent):
             context = self._propagator.extract({"traceparent": parent})

@@ -54,12 +54,14 @@ class Kind(KindSpec):
             raise InvalidParams(f"invalid params for {self.name}: {problems}") from None
         # Text such as "nan" or "1e999" becomes a float that is not finite where no bound
         # catches it; stored, it would read back as null.
-        for name, value in model.model_dump().items():
+        # (The JSON dump keeps them as floats: one dump serves the check and the record.)
+        dumped = model.model_dump(mode="json")
+        for name, value in dumped.items():
             if _not_finite(value):
                 raise InvalidParams(
                     f"invalid params for {self.name}: {name}: must be a finite number"
                 )
-        return model.model_dump(mode="json")
+        return dumped
 
     def parse(self, stored: dict[str, Any]) -> BaseModel:
         """The parameter model for stored (already validated) params."""
