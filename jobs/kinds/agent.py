@@ -209,8 +209,6 @@ class _Setup:
     model: str
     tools: dict[str, CommandSpec]
     completion: Any  # openai's ChatCompletion model
-    endpoint: str
-    timeout: float
     unreachable: type[BaseException]  # openai's APIConnectionError (timeouts included)
     settings: AgentSettings
     ask_user: bool = True
@@ -219,10 +217,11 @@ class _Setup:
 def unreachable(setup: _Setup, exc: BaseException) -> JobFailed:
     """The failure of a model call that never got an answer: which URL, and what to check
     (openai's own message, "Connection error.", names neither)."""
-    where = scrub(setup.endpoint)  # a URL may carry a password
+    where = scrub(setup.settings.endpoint)  # a URL may carry a password
     if "Timeout" in type(exc).__name__:
+        within = setup.settings.timeout_seconds
         return JobFailed(
-            f"the model at {where} did not answer within {setup.timeout:g} s; check that it "
+            f"the model at {where} did not answer within {within:g} s; check that it "
             "is running and not overloaded, or raise ERRAND_AGENT_TIMEOUT_SECONDS"
         )
     cause = exc.__cause__ or exc.__context__
@@ -278,8 +277,6 @@ def _setup(params: AgentParams) -> _Setup:
         settings.model,
         tools,
         completion,
-        settings.endpoint,
-        settings.timeout_seconds,
         openai.APIConnectionError,
         settings,
         params.ask_user,

@@ -119,8 +119,6 @@ class Waits:
         self._last: LastPark | None = None  # the job's last park, read at the first need
         self.read: int | None = None
         """How far the handler has read its mailbox (a seq); None until it first looked."""
-        self.waited = 0.0
-        """Seconds this attempt waited in its process for a person (not the handler's time)."""
 
     def arrived(self) -> None:
         """Something came for this attempt (``NOTIFY errand_mailbox``): look again now."""
@@ -211,7 +209,6 @@ class Waits:
         and it is recorded, so later attempts do not count it either."""
         if seconds <= 0:
             return
-        self.waited += seconds
         deadline = self.ctx.job_deadline
         when = deadline.when() if deadline is not None else None
         if deadline is not None and when is not None and not deadline.expired():

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -136,9 +136,8 @@ def _run_at(at: str | None, in_: str | None, tz: str | None) -> datetime | None:
             text_arg(name, value)
     try:
         zone = when.zone(tz)
-        if in_ is not None:
-            return when.ahead(datetime.now(UTC) + timedelta(seconds=when.duration(in_)))
-        return when.when(at, tz=zone) if at is not None else None
+        said = at if at is not None else f"in {in_}" if in_ is not None else None
+        return when.when(said, tz=zone) if said is not None else None
     except ValueError as exc:
         fail(str(exc))
 
