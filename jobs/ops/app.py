@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import asyncpg
 
 from jobs.engine.db import claim_pool, create_pool, resolve_dsn, ride_out
+from jobs.engine.line import Fairness
 from jobs.engine.migrate import migrate
 from jobs.engine.store import JobStore, Quotas
 from jobs.secrets import register_settings
@@ -87,7 +88,8 @@ async def open_engine(
         quotas = Quotas(settings.quota.per_requester, settings.quota.per_group)
         if claims:
             claiming = await ride_out("connect", lambda: claim_pool(dsn), within=wait)
-        store = JobStore(pool, registry, quotas=quotas, claims=claiming)
+        fairness = Fairness(settings.worker.fair_by_group, settings.worker.running_per_requester)
+        store = JobStore(pool, registry, quotas=quotas, claims=claiming, fairness=fairness)
         yield Engine(dsn, pool, registry, store, applied)
     finally:
         if claiming is not None:

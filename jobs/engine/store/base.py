@@ -12,6 +12,7 @@ from typing import Any, Protocol
 import asyncpg
 
 from jobs.engine.lane import Lane
+from jobs.engine.line import Fairness
 from jobs.engine.queries import Queries, engine_queries
 
 
@@ -78,10 +79,14 @@ class Base:
         *,
         quotas: Quotas | None = None,
         claims: asyncpg.Pool | None = None,
+        fairness: Fairness | None = None,
     ) -> None:
         self.pool = pool
         self.registry = registry
         self.quotas = quotas or Quotas()
+        self.fairness = fairness or Fairness()
+        """The fleet's rules between requesters: what claims follow and places in line show,
+        unless a caller names its own."""
         self.sql: Queries = engine_queries()
         self.lane = Lane(pool)  # for one-statement submits made one after another
         # The claim's own connections plan it once (jobs/engine/db.py, claim_pool); without

@@ -107,7 +107,7 @@ class KindRules(Reads):
 
     async def place(self, job: JobView, fairness: Fairness | None = None) -> Place | None:
         """Where ``job`` stands in its kind's line, if it is queued (None otherwise)."""
-        fair = fairness or Fairness()
+        fair = fairness or self.fairness
         r = await self.sql.fetchrow(self.pool, "job_place", id=job.id, by_group=fair.by_group)
         if r is None:
             return None

@@ -68,7 +68,7 @@ class WorkerVerbs(Base):
                 lease_seconds=lease_seconds,
                 kinds=kinds,
                 caps=caps,
-                fairness=fairness,
+                fairness=fairness or self.fairness,
                 waiting_pid=waiting_pid,
                 unlist_at=unlist_at,
             )

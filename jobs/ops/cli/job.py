@@ -199,12 +199,8 @@ def _submit_file(path: Path, requester: str, as_json: bool) -> None:
 @job_app.command("status", cls=Command)
 def job_status(job_id: str, as_json: JsonOpt = False) -> None:
     """Show a job's state, progress, attempts and events; a queued one's place in line."""
-    from jobs.engine.line import Fairness
-    from jobs.settings import WorkerSettings
-
     job_id = job_id_arg(job_id)
-    fair = Fairness(by_group=WorkerSettings().fair_by_group)
-    status = with_engine(lambda e: e.store.status_in_line(job_id, fair))
+    status = with_engine(lambda e: e.store.status_in_line(job_id))
     emit(status.to_json(), as_json, status_text(status))
 
 
