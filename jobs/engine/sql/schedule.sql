@@ -31,6 +31,11 @@ RETURNING *;
 -- Remove a schedule (the jobs it made stay).
 DELETE FROM schedule WHERE name = :name RETURNING name;
 
+-- name: schedule_any_due
+-- Whether any schedule has a tick due by :now: the ticker's round opens a transaction only then.
+SELECT EXISTS (SELECT 1 FROM schedule
+               WHERE paused_at IS NULL AND next_at <= coalesce(:now::timestamptz, now()));
+
 -- name: schedule_due
 -- Schedules with a tick due by :now, locked so one ticker at a time enqueues each (others skip
 -- it); the database's clock unless a test brings its own.
