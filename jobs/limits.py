@@ -66,6 +66,11 @@ def _not_text(name: str, value: str) -> InvalidInput | None:
     return None
 
 
+def is_text(value: str) -> bool:
+    """Whether ``value`` can be stored as text: no NUL, no lone surrogate."""
+    return _not_text("", value) is None
+
+
 def text(name: str, value: str, limit: int = MAX_NAME) -> str:
     """``value`` if it is at most ``limit`` characters of text (no NUL, no lone surrogate);
     else InvalidInput."""

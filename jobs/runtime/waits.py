@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
+import jobs.limits as limits
 from jobs.engine.attempt_mail import AttemptMail
 from jobs.engine.mail import (
     MAX_CHOICE,
@@ -81,14 +82,14 @@ def _checked_question(
     key: str, question: str, choices: Sequence[str] | None, timeout: float | None
 ) -> tuple[str, ...]:
     """The choices, once the question's parts are within bounds. Raises ValueError."""
-    if not key or len(key) > MAX_KEY or "\x00" in key:
+    if not key or len(key) > MAX_KEY or not limits.is_text(key):
         raise ValueError(f"a question's key is 1 to {MAX_KEY} characters")
-    if not question.strip() or len(question) > MAX_QUESTION or "\x00" in question:
+    if not question.strip() or len(question) > MAX_QUESTION or not limits.is_text(question):
         raise ValueError(f"a question is 1 to {MAX_QUESTION} characters")
     offered = tuple(choices or ())
     if len(offered) > MAX_CHOICES or len(set(offered)) != len(offered):
         raise ValueError(f"a question has at most {MAX_CHOICES} choices, each once")
-    if any(not c.strip() or len(c) > MAX_CHOICE or "\x00" in c for c in offered):
+    if any(not c.strip() or len(c) > MAX_CHOICE or not limits.is_text(c) for c in offered):
         raise ValueError(f"a choice is 1 to {MAX_CHOICE} characters")
     if timeout is not None and not timeout > 0:
         raise ValueError("a question's timeout is a number of seconds above 0")

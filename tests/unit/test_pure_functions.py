@@ -17,6 +17,7 @@ from jobs.engine.queries import Queries, engine_queries, parse
 from jobs.ops.inspect import parse_duration
 from jobs.retry import backoff
 from jobs.runtime.budget import BOUND_NAMES, Budget
+from jobs.runtime.waits import _checked_question
 
 # -- parse_duration --------------------------------------------------------------------------
 
@@ -199,3 +200,28 @@ def test_bulk_ids_are_as_many_as_asked_well_formed_and_distinct(count: int) -> N
     assert len(made) == len(set(made)) == count
     assert all(ids.PATTERN.match(public_id) for public_id in made)
     assert ids.PATTERN.match(ids.new_public_id())
+
+
+# -- a question's bounds (ctx.ask) -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("key", "question", "choices"),
+    [
+        ("k\x00", "Which?", None),
+        ("k\ud800", "Which?", None),
+        ("k", "Which \ud800?", None),
+        ("k", "Which?", ["red", "gr\ud800en"]),
+        ("k", "Which?", ["red", "red"]),
+        ("", "Which?", None),
+    ],
+    ids=["nul-key", "surrogate-key", "surrogate-question", "surrogate-choice", "twice", "no-key"],
+)
+def test_a_question_that_cannot_be_stored_as_text_is_refused_before_it_is_asked(
+    key: str, question: str, choices: list[str] | None
+) -> None:
+    """A key, question or choice with a NUL or a lone surrogate (which PostgreSQL cannot store
+    as text) is refused with a ValueError before anything is written, as a bad length is."""
+    with pytest.raises(ValueError, match=r"^a (question|choice)"):
+        _checked_question(key, question, choices, None)
+    assert _checked_question("k", "Which?", ["red", "green"], 30) == ("red", "green")
