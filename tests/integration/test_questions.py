@@ -100,6 +100,24 @@ async def test_an_answer_reaches_a_handler_waiting_in_its_worker(
     assert reasons == ["asked: Which colour?", "answered by alice: green"]
 
 
+async def test_time_waited_in_its_worker_for_an_answer_is_not_run_time(
+    talk: JobStore, reg: Registry, db_dsn: str, pool: asyncpg.Pool
+) -> None:
+    """A second spent waiting in the worker for a person is recorded on the attempt and left out
+    of the run time the job shows, as it is left out of its time bound."""
+    job, _ = await talk.submit("asker", {}, requester="alice")
+    async with running_worker(talk, reg, db_dsn, park_after_seconds=30):
+        await _asked(pool, job.id)
+        await asyncio.sleep(1.0)
+        await talk.answer(job.public_id, "blue", actor=Actor.REQUESTER, by="alice")
+        await job_reaches(talk, job.public_id, {"succeeded"})
+    waited = await pool.fetchval("SELECT waited_seconds FROM attempt WHERE job_id = $1", job.id)
+    assert waited >= 0.9
+    done = await talk.get(job.public_id)
+    assert done.run_seconds is not None
+    assert done.run_seconds < 0.5
+
+
 async def test_a_parked_job_holds_no_lease_and_resumes_with_its_answer(
     talk: JobStore, parking_worker: Worker, pool: asyncpg.Pool
 ) -> None:
