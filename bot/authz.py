@@ -26,14 +26,25 @@ from jobs.transport import JobView
 async def _job_channel(
     interaction: discord.Interaction[Any], job: JobView
 ) -> discord.abc.GuildChannel | None:
-    """The channel a job belongs to (a thread's parent), fresh from Discord; None when gone or
-    hidden from the bot."""
+    """The channel a job belongs to (a thread's parent), fresh from Discord for this
+    interaction; None when gone or hidden from the bot."""
     guild = interaction.guild
     raw = job.origin.get("channel_id")
     if guild is None or raw is None or not str(raw).isdigit():
         return None
+    # Seeing and then moderating ask for the same channel: fetched once per interaction.
+    key = f"errand.job_channel:{raw}"
+    if key not in interaction.extras:
+        interaction.extras[key] = await _fetch_job_channel(guild, int(raw))
+    found: discord.abc.GuildChannel | None = interaction.extras[key]
+    return found
+
+
+async def _fetch_job_channel(
+    guild: discord.Guild, channel_id: int
+) -> discord.abc.GuildChannel | None:
     try:
-        channel: Any = await guild.fetch_channel(int(raw))
+        channel: Any = await guild.fetch_channel(channel_id)
     except (discord.NotFound, discord.Forbidden):
         return None
     if isinstance(channel, discord.Thread):

@@ -41,10 +41,17 @@ async def test_manage_threads_in_another_channel_does_not_let_a_member_cancel_a_
     assert (await errand.job(job_id)).state.value == "queued"
     assert [e.to_state.value for e in (await errand.store.status(job_id)).events] == ["queued"]
 
+    def channel_reads() -> int:
+        wanted = f"/channels/{world.channel.id}"
+        return sum(1 for r in emu.request_log() if r.method == "GET" and r.path.endswith(wanted))
+
     emu.set_overwrite(world.channel, carol, allow=P.MANAGE_THREADS)
+    before = channel_reads()
     text, _ = await _ask(errand, carol, mods, "job cancel", {"id": job_id})
     assert text == f"Cancelled job `{job_id}`."
     assert (await errand.job(job_id)).state.value == "cancelled"
+    # Seeing the job and moderating it read its channel from Discord once, not once each.
+    assert channel_reads() - before == 1
 
 
 async def test_a_job_in_a_private_channel_is_no_such_job_to_members_who_cannot_view_it(
