@@ -13,6 +13,7 @@ from enum import StrEnum
 
 import asyncpg
 
+from jobs.engine.line import held_back
 from jobs.engine.notices import Notice
 from jobs.engine.queries import engine_queries
 
@@ -52,15 +53,12 @@ async def read_gauges(pool: asyncpg.Pool, within: float) -> Gauges:
         for r in await _SQL.fetch(conn, "kind_lines", kinds=[]):
             # The operator's rules (a kind's own cap is declared in code the scraper may not
             # load): a paused kind, or one at the limit or start rate set with errand kind.
-            rate = r["starts_per_minute"]
-            why = (
-                "paused"
-                if r["paused"]
-                else "at its limit"
-                if r["concurrency"] is not None and r["running"] >= r["concurrency"]
-                else "at its start rate"
-                if rate is not None and r["started_last_minute"] >= rate
-                else None
+            why = held_back(
+                paused=r["paused"],
+                limit=r["concurrency"],
+                running=r["running"],
+                rate=r["starts_per_minute"],
+                started=r["started_last_minute"],
             )
             if why is not None and r["queued"]:
                 out.throttled[(r["kind"], why)] = r["queued"]

@@ -36,6 +36,20 @@ class Fairness:
     running_per_requester: int | None = None
 
 
+def held_back(
+    *, paused: bool, limit: int | None, running: int, rate: int | None, started: int
+) -> str | None:
+    """Why a kind's due jobs cannot start now (paused, at its limit, at its start rate), or
+    None: the one wording of the line, the metrics and ``errand kind list``."""
+    if paused:
+        return "paused"
+    if limit is not None and running >= limit:
+        return "at its limit"
+    if rate is not None and started >= rate:
+        return "at its start rate"
+    return None
+
+
 @dataclass(frozen=True)
 class KindLine:
     """One kind as the line sees it: its rules and its jobs now (``errand kind list``)."""
@@ -59,15 +73,13 @@ class KindLine:
     @property
     def throttled(self) -> str | None:
         """Why its due jobs cannot start now, or None."""
-        if self.paused:
-            return "paused"
-        if self.concurrency is not None and self.running >= self.concurrency:
-            return "at its limit"
-        if self.starts_per_minute is not None and (
-            self.started_last_minute >= self.starts_per_minute
-        ):
-            return "at its start rate"
-        return None
+        return held_back(
+            paused=self.paused,
+            limit=self.concurrency,
+            running=self.running,
+            rate=self.starts_per_minute,
+            started=self.started_last_minute,
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 import asyncpg
 
 import jobs.limits as limits
-from jobs.engine.line import Fairness, KindLine, Place
+from jobs.engine.line import Fairness, KindLine, Place, held_back
 from jobs.engine.state import State
 from jobs.engine.store.reads import Reads
 from jobs.engine.views import JobStatus, JobView
@@ -80,14 +80,21 @@ class KindRules(Reads):
         rows = await self.sql.fetch(self.pool, "kind_lines", kinds=list(kinds))
         return [self._line(r) for r in rows]
 
-    def _line(self, r: asyncpg.Record) -> KindLine:
+    def _in_force(self, r: asyncpg.Record) -> tuple[int | None, int | None]:
+        """A kind's limit and start rate in force: the operator's (the row's), else its own."""
         cap, rate = self._declared(r["kind"])
+        return (
+            r["concurrency"] if r["concurrency"] is not None else cap,
+            r["starts_per_minute"] if r["starts_per_minute"] is not None else rate,
+        )
+
+    def _line(self, r: asyncpg.Record) -> KindLine:
+        cap, _ = self._declared(r["kind"])
+        limit, rate = self._in_force(r)
         return KindLine(
             kind=r["kind"],
-            concurrency=r["concurrency"] if r["concurrency"] is not None else cap,
-            starts_per_minute=(
-                r["starts_per_minute"] if r["starts_per_minute"] is not None else rate
-            ),
+            concurrency=limit,
+            starts_per_minute=rate,
             paused=r["paused"],
             queued=r["queued"],
             waiting=r["waiting"],
@@ -111,18 +118,18 @@ class KindRules(Reads):
         r = await self.sql.fetchrow(self.pool, "job_place", id=job.id, by_group=fair.by_group)
         if r is None:
             return None
-        cap, rate = self._declared(r["kind"])
-        limit = r["concurrency"] if r["concurrency"] is not None else cap
-        rate = r["starts_per_minute"] if r["starts_per_minute"] is not None else rate
-        why: str | None = None
-        if r["paused"]:
-            why = "paused"
-        elif not r["due"]:
-            why = "scheduled"
-        elif limit is not None and r["running"] >= limit:
-            why = "at its limit"
-        elif rate is not None and r["started_last_minute"] >= rate:
-            why = "at its start rate"
+        limit, rate = self._in_force(r)
+        why = (
+            "scheduled"
+            if not r["paused"] and not r["due"]
+            else held_back(
+                paused=r["paused"],
+                limit=limit,
+                running=r["running"],
+                rate=rate,
+                started=r["started_last_minute"],
+            )
+        )
         return Place(
             kind=r["kind"],
             ahead=r["ahead"],
