@@ -283,6 +283,67 @@ async def test_origin_columns_are_backfilled_and_the_binding_keeps_only_what_del
         await conn.close()
 
 
+async def test_origin_columns_keep_their_values_and_are_written_once(server_dsn: str) -> None:
+    """0025 on a database with jobs: transport and partition keep what they said, as plain
+    columns (no expression left to compute on an update); the functions that write them now
+    say what 0013's expressions said, for every shape of origin; and an INSERT that leaves them
+    out (the previous release's submit) still gets them."""
+    dsn = await create_database(server_dsn, "errand_mig_written_once")
+    conn = await asyncpg.connect(dsn)
+    try:
+        await apply_through(conn, 24)
+        origins = {
+            "sharded": {"transport": "discord", "partition": 3},
+            "plain": {},
+            "junk": {"transport": "other", "partition": "abc"},
+            "negative": {"transport": "other", "partition": -3},
+        }
+        for name, origin in origins.items():
+            await conn.execute(
+                "INSERT INTO job (public_id, kind, requester, origin) VALUES ($1, 'k', 'r', $2)",
+                name,
+                json.dumps(origin),
+            )
+        query = "SELECT public_id, transport, partition FROM job ORDER BY id"
+        before = [tuple(r) for r in await conn.fetch(query)]
+        assert before == [
+            ("sharded", "discord", 3),
+            ("plain", None, 0),
+            ("junk", "other", 0),
+            ("negative", "other", -3),
+        ]
+
+        assert await apply_through(conn, 25) == ["0025_origin_columns_written_once"]
+        assert [tuple(r) for r in await conn.fetch(query)] == before
+        generated = await conn.fetch(
+            "SELECT attname FROM pg_attribute WHERE attrelid = 'job'::regclass"
+            " AND attgenerated <> ''"
+        )
+        assert generated == []
+        computed = await conn.fetch(
+            "SELECT j.public_id, origin_transport(j.origin), origin_partition(j.origin)"
+            " FROM job j ORDER BY j.id"
+        )
+        assert [tuple(r) for r in computed] == before
+        # A writer of the previous release leaves them out: the trigger fills them; one that
+        # writes them is taken at its word.
+        await conn.execute(
+            "INSERT INTO job (public_id, kind, requester, origin) VALUES ('old', 'k', 'r',"
+            ' \'{"transport": "discord", "partition": 8}\')'
+        )
+        await conn.execute(
+            "INSERT INTO job (public_id, kind, requester, origin, transport, partition)"
+            " VALUES ('new', 'k', 'r', '{\"transport\": \"t\"}', 't', 0)"
+        )
+        made = await conn.fetch(
+            "SELECT public_id, transport, partition FROM job WHERE public_id IN ('old', 'new')"
+            " ORDER BY public_id"
+        )
+        assert [tuple(r) for r in made] == [("new", "t", 0), ("old", "discord", 8)]
+    finally:
+        await conn.close()
+
+
 async def test_jobs_from_before_waiting_keep_their_meaning(server_dsn: str) -> None:
     """0019 and 0020 on a database with jobs and notices: every existing event is a transition
     (in the outbox view too), no job waits for anything, nothing is in a mailbox, and a

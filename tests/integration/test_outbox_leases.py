@@ -11,7 +11,7 @@ import pytest
 
 from jobs.engine.notices import Outbox
 from jobs.engine.state import State
-from jobs.engine.store import JobStore
+from jobs.engine.store import JobStore, Submission
 from jobs.errors import UnknownJob
 
 
@@ -89,6 +89,43 @@ async def test_a_partition_that_is_no_number_belongs_to_zero_and_stops_no_poll(
     assert {d.job_id for d in await Outbox(pool, "t", partition=(2, [1])).due_jobs()} == {odd.id}
     assert {d.job_id for d in await Outbox(pool, "t").due_jobs()} == {odd.id, junk.id}
     assert {d.job_id for d in await Outbox(pool, "elsewhere").due_jobs()} == {other.id}
+
+
+async def test_every_way_a_job_is_made_writes_its_transport_and_partition(
+    pool: asyncpg.Pool, store: JobStore
+) -> None:
+    """A submit, a bulk submit (one origin for the batch, and one per row) and an operator's
+    retry each write the columns the poll filters on (migration 0025), as 0013's expressions
+    read them from the origin."""
+    one, _ = await store.submit(
+        "noop", {}, requester="a", origin={"transport": "t", "partition": 3}
+    )
+    shared = {"transport": "t", "partition": 5}
+    await store.submit_many([Submission("noop", {}, "a", shared) for _ in range(2)])
+    await store.submit_many(
+        [
+            Submission("noop", {}, "a", {"transport": "t", "partition": "abc"}),
+            Submission("noop", {}, "a", {"transport": "u", "partition": -2}),
+            Submission("noop", {}, "a", None),
+        ]
+    )
+    await pool.execute("UPDATE job SET state = 'failed', finished_at = now() WHERE id = $1", one.id)
+    retried = await store.retry(one.public_id, by="ops")
+    rows = await pool.fetch("SELECT origin, transport, partition FROM job ORDER BY id")
+    assert [(r["transport"], r["partition"]) for r in rows] == [
+        ("t", 3),
+        ("t", 5),
+        ("t", 5),
+        ("t", 0),
+        ("u", -2),
+        (None, 0),
+        ("t", 3),
+    ]
+    assert rows[-1]["origin"] == {"transport": "t", "partition": 3}
+    assert {d.job_id for d in await Outbox(pool, "t", partition=(2, [1])).due_jobs()} >= {
+        one.id,
+        retried.id,
+    }
 
 
 async def test_a_round_reads_the_job_as_it_is_now_with_its_notices_in_one_statement(

@@ -4,13 +4,16 @@
 
 -- name: job_insert
 -- Create a job unless its idempotency key exists, with its creation event (a notice when it has
--- an origin); wakes a waiting worker (job_wake, migrations/0012_worker_waiting.sql).
+-- an origin); wakes a waiting worker (job_wake, migrations/0012_worker_waiting.sql). Every
+-- statement that creates a job writes transport and partition from its origin (migration 0025).
 -- A job given a run_at is due then (a delayed job), else now; its deadline counts from submit.
 WITH ins AS (
-    INSERT INTO job (public_id, kind, params, requester, origin, origin_group, idempotency_key,
-                     max_attempts, deadline_at, priority, run_at, traceparent)
-    VALUES (:public_id, :kind, :params, :requester, :origin, :origin_group, :idempotency_key,
-            :max_attempts,
+    INSERT INTO job (public_id, kind, params, requester, origin, transport, partition,
+                     origin_group, idempotency_key, max_attempts, deadline_at, priority, run_at,
+                     traceparent)
+    VALUES (:public_id, :kind, :params, :requester, :origin,
+            origin_transport(:origin::jsonb), origin_partition(:origin::jsonb),
+            :origin_group, :idempotency_key, :max_attempts,
             CASE WHEN :deadline_seconds::float8 IS NULL THEN NULL
                  ELSE now() + make_interval(secs => :deadline_seconds) END,
             :priority, coalesce(:run_at::timestamptz, now()), :traceparent)
@@ -54,10 +57,11 @@ WITH input AS (
              AS t(public_id, kind, params, requester, origin, origin_group, idempotency_key,
                   max_attempts, deadline_seconds, priority, run_at, traceparent)
 ), ins AS (
-    INSERT INTO job (public_id, kind, params, requester, origin, origin_group, idempotency_key,
-                     max_attempts, deadline_at, priority, run_at, traceparent)
-    SELECT public_id, kind, params, requester, origin, origin_group,
-           idempotency_key, max_attempts,
+    INSERT INTO job (public_id, kind, params, requester, origin, transport, partition,
+                     origin_group, idempotency_key, max_attempts, deadline_at, priority, run_at,
+                     traceparent)
+    SELECT public_id, kind, params, requester, origin, origin_transport(origin),
+           origin_partition(origin), origin_group, idempotency_key, max_attempts,
            CASE WHEN deadline_seconds IS NULL THEN NULL
                 ELSE now() + make_interval(secs => deadline_seconds) END,
            priority, run_at, traceparent
@@ -88,9 +92,10 @@ WITH old AS (
 ), fresh AS (
     SELECT o.*, row_number() OVER (ORDER BY o.id) AS n FROM old o
 ), ins AS (
-    INSERT INTO job (public_id, kind, params, requester, origin, origin_group, idempotency_key,
-                     max_attempts, deadline_at, priority, retry_of)
-    SELECT (:public_ids::text[])[f.n], f.kind, f.params, f.requester, f.origin, f.origin_group,
+    INSERT INTO job (public_id, kind, params, requester, origin, transport, partition,
+                     origin_group, idempotency_key, max_attempts, deadline_at, priority, retry_of)
+    SELECT (:public_ids::text[])[f.n], f.kind, f.params, f.requester, f.origin,
+           origin_transport(f.origin), origin_partition(f.origin), f.origin_group,
            'retry:' || f.public_id, f.max_attempts, now() + f.deadline, f.priority, f.id
     FROM fresh f
     ORDER BY 'retry:' || f.public_id
@@ -388,9 +393,10 @@ WITH RECURSIVE wanted AS (
         started_at = coalesce(j.started_at, now()),
         updated_at = now()
     FROM picked p
-    -- The id list makes the job rows reachable by primary key: joined on p.id alone, the
-    -- planner (pricing index reads as disk reads) scans the whole table once it has statistics.
-    WHERE j.id = p.id AND j.id = ANY(ARRAY(SELECT id FROM picked))
+    -- Joined on p.id alone: the planner, expecting few rows from picked (its filters above),
+    -- reads each by primary key. An "id = ANY(picked's ids)" here was taken as the inner
+    -- index condition instead, which read the whole list once per row (100 x 100).
+    WHERE j.id = p.id
     RETURNING j.id, j.public_id, j.kind, j.params, j.attempts, j.failures, j.max_attempts,
               j.deadline_at, j.checkpoint, j.current_attempt_id, j.origin, j.run_at,
               j.traceparent, p.state AS from_state
@@ -466,8 +472,10 @@ WITH input AS (
     ORDER BY j.id
     FOR UPDATE OF j
 ), seen AS (
-    SELECT c.*, (c.current_attempt_id IS NOT NULL AND NOT EXISTS (
-                     SELECT 1 FROM attempt a WHERE a.id = c.current_attempt_id)) AS raced
+    -- A scalar subquery, one primary-key probe per row: as NOT EXISTS the planner may hash the
+    -- whole attempt table instead, and a cached plan kept doing so as the table grew.
+    SELECT c.*, (c.current_attempt_id IS NOT NULL AND (
+                     SELECT a.id FROM attempt a WHERE a.id = c.current_attempt_id) IS NULL) AS raced
     FROM cur c
 ), plan AS (
     SELECT c.*, m.to_state, m.outcome, m.charge,
