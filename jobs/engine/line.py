@@ -9,7 +9,8 @@ setting. These types carry those rules to the claim and a job's place back to wh
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -34,6 +35,28 @@ class Fairness:
 
     by_group: bool = True
     running_per_requester: int | None = None
+
+
+@dataclass
+class LoneClaims:
+    """Whether a claim tries ``job_claim_lone`` first (one lane, no rule: the cheap statement).
+
+    Not for :attr:`pause_seconds` after it declined (the queue had more than one lane, or a rule
+    applied): while many requesters' jobs are queued, its wasted round trip is paid once per
+    pause rather than on every claim. Only a matter of cost: either statement takes the same
+    jobs.
+    """
+
+    pause_seconds: float = 1.0
+    _until: float = field(default=0.0, repr=False)
+
+    def due(self) -> bool:
+        """Whether the next claim tries the lone statement."""
+        return time.monotonic() >= self._until
+
+    def declined(self) -> None:
+        """The lone statement declined: claim with the full one for a while."""
+        self._until = time.monotonic() + self.pause_seconds
 
 
 def held_back(

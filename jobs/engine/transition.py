@@ -18,7 +18,7 @@ from typing import Any
 
 from jobs.engine import observe
 from jobs.engine.db import Conn
-from jobs.engine.line import Fairness, KindCaps
+from jobs.engine.line import Fairness, KindCaps, LoneClaims
 from jobs.engine.moves import CancelRequest, Moved, Policy, Row
 from jobs.engine.queries import engine_queries
 from jobs.engine.state import Actor, State, check_moves
@@ -98,6 +98,7 @@ async def claim(
     fairness: Fairness | None = None,
     waiting_pid: int | None = None,
     unlist_at: int = 0,
+    lone: LoneClaims | None = None,
 ) -> list[Claim]:
     """Claim up to ``limit`` due jobs for ``worker`` in one statement (``job_claim``), in the
     claim's order (priority, fair share, due time) and within every limit that applies.
@@ -108,6 +109,11 @@ async def claim(
     Without BEGIN/COMMIT: one round trip from the claim to the rows to dispatch. The worker's
     row in ``worker_waiting`` (``waiting_pid``) goes when at least ``unlist_at`` jobs moved.
 
+    When ``lone`` is due and this caller declares no cap, ``job_claim_lone`` goes first: when
+    no rule applies and one lane holds every queued job it may take, it takes what ``job_claim``
+    would, at a fraction of the cost; otherwise it takes nothing, ``job_claim`` follows, and
+    ``lone`` is told (it spares the next claims that second round trip for a while).
+
     Args:
         kinds: the kinds this worker runs (None: any); ``caps``: what some of them declare.
         fairness: the fleet's rules between requesters (default: by group, no cap).
@@ -115,21 +121,33 @@ async def claim(
     check_moves(Actor.WORKER, {State.QUEUED: State.RUNNING})
     fair = fairness or Fairness()
     names = list(kinds) if kinds is not None else None
-    declared = {c.kind: c for c in caps}
-    records = await engine_queries().fetch(
-        conn,
-        "job_claim",
-        worker=worker,
-        lease_seconds=lease_seconds,
-        limit=limit,
-        kinds=names,
-        declared_caps=[_cap(declared, k, "concurrency") for k in names] if names else None,
-        declared_rates=[_cap(declared, k, "starts_per_minute") for k in names] if names else None,
-        per_requester=fair.running_per_requester,
-        by_group=fair.by_group,
-        waiting_pid=waiting_pid,
-        unlist_at=unlist_at,
-    )
+    common = {
+        "worker": worker,
+        "lease_seconds": lease_seconds,
+        "limit": limit,
+        "kinds": names,
+        "waiting_pid": waiting_pid,
+        "unlist_at": unlist_at,
+    }
+    records: list[Any] | None = None
+    if lone is not None and lone.due() and not caps and fair.running_per_requester is None:
+        records = await engine_queries().fetch(conn, "job_claim_lone", **common)
+        if records and records[-1]["declined"]:
+            lone.declined()
+            records = None
+    if records is None:
+        declared = {c.kind: c for c in caps}
+        records = await engine_queries().fetch(
+            conn,
+            "job_claim",
+            **common,
+            declared_caps=[_cap(declared, k, "concurrency") for k in names] if names else None,
+            declared_rates=[_cap(declared, k, "starts_per_minute") for k in names]
+            if names
+            else None,
+            per_requester=fair.running_per_requester,
+            by_group=fair.by_group,
+        )
     claims = [Claim.from_record(r) for r in records]
     observe.claimed(claims)
     return claims

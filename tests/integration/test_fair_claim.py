@@ -13,6 +13,7 @@ from pathlib import Path
 import asyncpg
 
 from jobs.engine.line import Fairness
+from jobs.engine.queries import engine_queries
 from jobs.engine.state import Actor
 from jobs.engine.store import JobStore, Submission
 from jobs.runtime.registry import Registry
@@ -93,6 +94,107 @@ async def test_a_kind_limit_holds_across_claims_made_at_once(
     await store.set_limit("noop", None)
     got = await store.claim("w", limit=50, lease_seconds=30, kinds=["noop"])
     assert len(got) == 36
+
+
+async def test_one_lane_is_claimed_by_the_lone_statement_as_the_full_one_would(
+    store: JobStore, pool: asyncpg.Pool
+) -> None:
+    """One requester's jobs, some not yet due: job_claim_lone takes the same jobs, in the same
+    order, with the same attempts and events as job_claim, and store.claim goes that way."""
+    later = datetime.now(UTC) + timedelta(hours=1)
+    await store.submit_many(
+        [Submission("noop", {}, "alice", origin={"transport": "t"}) for _ in range(8)]
+        + [Submission("noop", {}, "alice", run_at=later) for _ in range(3)]
+    )
+    await store.submit("sleep", {}, requester="bob")  # a kind this claim does not run
+    taken = {}
+    for name in ("job_claim_lone", "job_claim"):
+        async with pool.acquire() as conn:
+            tx = conn.transaction()
+            await tx.start()
+            rows = await engine_queries().fetch(conn, name, **_claim_args(name, ["noop"], 5))
+            events = await conn.fetch(
+                "SELECT e.from_state, e.to_state, e.actor, e.notice_at IS NOT NULL AS notice,"
+                " a.number, a.worker FROM event e JOIN attempt a ON a.id = e.attempt_id"
+                " WHERE e.to_state = 'running' ORDER BY e.job_id"
+            )
+            await tx.rollback()
+        taken[name] = ([r["public_id"] for r in rows], [tuple(e) for e in events])
+    assert taken["job_claim_lone"] == taken["job_claim"]
+    assert len(taken["job_claim"][0]) == 5
+    assert taken["job_claim"][1][0] == ("queued", "running", "worker", True, 1, "w")
+
+    claims = await store.claim("w", limit=20, lease_seconds=30, kinds=["noop"])
+    assert len(claims) == 8
+    assert store.lone_claims.due()  # it did not decline
+
+
+async def test_the_lone_statement_declines_two_lanes_or_a_rule_and_changes_nothing(
+    store: JobStore, pool: asyncpg.Pool
+) -> None:
+    """A second lane (another requester, another priority) or a rule on a kind the worker runs
+    (a limit, a rate, a pause): job_claim_lone takes nothing, leaves the worker's listing as
+    waiting, and says so; store.claim then claims with job_claim, and tries the lone statement
+    again only after a pause. A rule on a kind the worker does not run changes nothing."""
+    await store.submit_many([Submission("noop", {}, "alice") for _ in range(3)])
+    await pool.execute("INSERT INTO worker_waiting (pid, worker) VALUES (424242, 'w')")
+
+    async def lone() -> list[bool]:
+        rows = await engine_queries().fetch(pool, "job_claim_lone", **_claim_args("", ["noop"], 5))
+        return [r["declined"] for r in rows]
+
+    async def unchanged() -> None:
+        assert await _running(pool) == 0
+        assert await pool.fetchval("SELECT count(*) FROM worker_waiting") == 1
+
+    await store.set_limit("sleep", 1)  # not a kind this claim runs
+    async with pool.acquire() as conn:
+        tx = conn.transaction()
+        await tx.start()
+        rows = await engine_queries().fetch(conn, "job_claim_lone", **_claim_args("", ["noop"], 5))
+        assert [r["declined"] for r in rows] == [False] * 3
+        await tx.rollback()
+    for rule in ("limit", "rate", "pause"):
+        if rule == "limit":
+            await store.set_limit("noop", 10)
+        elif rule == "rate":
+            await store.set_rate("noop", 10)
+        else:
+            await store.pause("noop", by="t")
+        assert await lone() == [True], rule
+        await unchanged()
+        await pool.execute("DELETE FROM kind_setting WHERE kind = 'noop'")
+    for other in (Submission("noop", {}, "bob"), Submission("noop", {}, "alice", priority=3)):
+        await store.submit_many([other])
+        assert await lone() == [True]
+        await unchanged()
+        await pool.execute("DELETE FROM job WHERE requester = 'bob' OR priority = 3")
+
+    await store.submit("noop", {}, requester="bob")
+    claims = await store.claim("w", limit=2, lease_seconds=30, kinds=["noop"])
+    who = await _requesters(store, [c.public_id for c in claims])
+    assert sorted(who) == ["alice", "bob"]  # fair share, by job_claim
+    assert not store.lone_claims.due()
+
+
+def _claim_args(name: str, kinds: list[str], limit: int) -> dict[str, object]:
+    """The parameters of job_claim_lone, and job_claim's extra ones (no cap, by group)."""
+    args: dict[str, object] = {
+        "worker": "w",
+        "lease_seconds": 30.0,
+        "limit": limit,
+        "kinds": kinds,
+        "waiting_pid": 424242,
+        "unlist_at": 0,
+    }
+    if name == "job_claim":
+        args |= {
+            "declared_caps": [None] * len(kinds),
+            "declared_rates": [None] * len(kinds),
+            "per_requester": None,
+            "by_group": True,
+        }
+    return args
 
 
 async def test_a_declared_concurrency_is_the_cap_until_an_operator_sets_one(

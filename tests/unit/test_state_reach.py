@@ -200,6 +200,7 @@ SINGLE_STATES: dict[tuple[str, str], str] = {
     ("job_insert_many", "queued"): "every job starts queued",
     ("job_retry", "queued"): "every job starts queued, an operator's retry too",
     ("job_claim", "running"): "the claim's one move ends in running (checked in transition.claim)",
+    ("job_claim_lone", "running"): "job_claim's move, when one lane holds the queue",
     ("job_transition", "cancelling"): "a job now cancelling has its attempt told (NOTIFY)",
     ("attempt_heartbeat", "cancelling"): "the heartbeat tells an attempt its job is cancelling",
     ("reaper_due", "cancelling"): "the cancel grace is the time a cancelling job's attempt has",

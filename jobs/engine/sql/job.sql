@@ -434,6 +434,94 @@ SELECT m.id, m.public_id, m.kind, m.params, m.attempts, m.failures, m.max_attemp
 FROM moved m
 ORDER BY m.id;
 
+-- name: job_claim_lone
+-- job_claim when its order and its limits have nothing to decide: no rule (an operator's limit,
+-- rate or pause in kind_setting) applies to the kinds this worker runs, and their queued jobs
+-- are all in one lane (job_lane: kind, group, requester, priority). Fair share then has nobody
+-- to share with, and the claim is the lane's first due jobs, in due order: what job_claim
+-- would take, in a statement a fraction of its size (a claim's cost grows with its plan, even
+-- where no row reaches a part of it). The caller passes no declared cap or per-requester cap
+-- (with one, it calls job_claim). Otherwise it takes nothing and returns one row whose
+-- "declined" is true: the caller then claims with job_claim. From "moved" on, as job_claim.
+WITH RECURSIVE ruled AS (
+    SELECT EXISTS (
+        SELECT 1 FROM kind_setting s
+        WHERE (:kinds::text[] IS NULL OR s.kind = ANY(:kinds::text[]))
+          AND (s.concurrency IS NOT NULL OR s.starts_per_minute IS NOT NULL
+               OR s.paused_at IS NOT NULL)) AS yes
+), lanes AS (
+    -- job_claim's lane probes, read only as far as a second lane this worker may take from.
+    (SELECT kind, coalesce(origin_group, '') AS grp, requester, priority FROM job
+     WHERE state = ANY({claimable}::job_state[])
+     ORDER BY kind, coalesce(origin_group, ''), requester, priority
+     LIMIT 1)
+    UNION ALL
+    SELECT n.* FROM lanes l CROSS JOIN LATERAL (
+        SELECT kind, coalesce(origin_group, '') AS grp, requester, priority FROM job
+        WHERE state = ANY({claimable}::job_state[])
+          AND (kind, coalesce(origin_group, ''), requester, priority)
+              > (l.kind, l.grp, l.requester, l.priority)
+        ORDER BY kind, coalesce(origin_group, ''), requester, priority
+        LIMIT 1
+    ) n
+), allowed_lanes AS (
+    SELECT * FROM lanes WHERE :kinds::text[] IS NULL OR kind = ANY(:kinds::text[]) LIMIT 2
+), verdict AS (
+    SELECT (SELECT yes FROM ruled) OR (SELECT count(*) FROM allowed_lanes) > 1 AS declined
+), picked AS (
+    SELECT c.id, c.state FROM allowed_lanes l CROSS JOIN LATERAL (
+        SELECT j.id, j.state FROM job j
+        WHERE j.state = ANY({claimable}::job_state[]) AND j.kind = l.kind
+          AND coalesce(j.origin_group, '') = l.grp AND j.requester = l.requester
+          AND j.priority = l.priority AND j.run_at <= now()
+          AND j.failures < j.max_attempts
+        ORDER BY j.run_at, j.id
+        LIMIT :limit::int
+        FOR UPDATE OF j SKIP LOCKED
+    ) c
+    WHERE NOT (SELECT declined FROM verdict)
+), moved AS (
+    UPDATE job j SET
+        state = 'running',
+        reason = NULL,
+        current_attempt_id = nextval('attempt_id_seq'),
+        attempts = j.attempts + 1,
+        started_at = coalesce(j.started_at, now()),
+        updated_at = now()
+    FROM picked p
+    WHERE j.id = p.id
+    RETURNING j.id, j.public_id, j.kind, j.params, j.attempts, j.failures, j.max_attempts,
+              j.deadline_at, j.checkpoint, j.current_attempt_id, j.origin, j.run_at,
+              j.traceparent, p.state AS from_state
+), att AS (
+    INSERT INTO attempt (id, job_id, number, worker, lease_expires_at)
+    OVERRIDING SYSTEM VALUE
+    SELECT current_attempt_id, id, attempts, :worker,
+           now() + make_interval(secs => :lease_seconds)
+    FROM moved
+), ev AS (
+    INSERT INTO event (job_id, from_state, to_state, actor, attempt_id, reason, notice_at)
+    SELECT id, from_state, 'running', 'worker', current_attempt_id, NULL,
+           CASE WHEN origin <> '{}'::jsonb THEN now() END
+    FROM moved
+), unlisted AS (
+    DELETE FROM worker_waiting
+    WHERE pid = :waiting_pid AND (SELECT count(*) FROM moved) >= :unlist_at
+      AND NOT (SELECT declined FROM verdict)
+)
+SELECT m.id, m.public_id, m.kind, m.params, m.attempts, m.failures, m.max_attempts,
+       m.deadline_at, m.checkpoint, m.current_attempt_id, m.from_state, m.traceparent,
+       now() - m.run_at AS since_due,
+       (SELECT pg_notify('errand_outbox', '')
+         WHERE EXISTS (SELECT 1 FROM moved x WHERE x.origin <> '{}'::jsonb))::text
+           AS _outbox_notified,
+       false AS declined
+FROM moved m
+UNION ALL
+SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, true
+FROM verdict WHERE declined
+ORDER BY declined, id;
+
 -- name: job_grant_attempt
 -- One more attempt for a job a person resolved as a retry.
 UPDATE job SET max_attempts = greatest(max_attempts, failures + 1) WHERE id = :id;

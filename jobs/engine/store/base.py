@@ -12,7 +12,7 @@ from typing import Any, Protocol
 import asyncpg
 
 from jobs.engine.lane import Lane
-from jobs.engine.line import Fairness
+from jobs.engine.line import Fairness, LoneClaims
 from jobs.engine.queries import Queries, engine_queries
 
 
@@ -92,3 +92,4 @@ class Base:
         # The claim's own connections plan it once (jobs/engine/db.py, claim_pool); without
         # them it shares the lane and is planned on each call.
         self.claim_lane = Lane(claims) if claims is not None else self.lane
+        self.lone_claims = LoneClaims()  # whether claims try the cheap statement first

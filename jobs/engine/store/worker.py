@@ -71,6 +71,7 @@ class WorkerVerbs(Base):
                 fairness=fairness or self.fairness,
                 waiting_pid=waiting_pid,
                 unlist_at=unlist_at,
+                lone=self.lone_claims,
             )
         except BaseException:
             await self.claim_lane.put(conn, failed=True)
