@@ -6,7 +6,8 @@ statement, ``job_transition``: the job rows are locked, only rows whose current 
 source of the policy (and, when fenced, whose current attempt is the writer) move, and the
 event (a notice, for a job with an origin) and the end of the previous attempt are written in
 the same statement. Rows that did not move come back as such; callers turn them into typed
-errors. Writes from an attempt that lost its lease become ``ignored`` events.
+errors. Writes from an attempt that lost its lease become ``ignored`` events. A job that ended
+cancelled or failed reads no answer: its open questions close here too, whoever moved it.
 
 :func:`claim` is the other write: ``queued -> running`` for due jobs, with their attempts.
 """
@@ -19,8 +20,9 @@ from typing import Any
 from jobs.engine import observe
 from jobs.engine.db import Conn
 from jobs.engine.line import Fairness, KindCaps, LoneClaims
+from jobs.engine.mail import QuestionStatus
 from jobs.engine.moves import CancelRequest, Moved, Policy, Row
-from jobs.engine.queries import engine_queries
+from jobs.engine.queries import Queries, engine_queries
 from jobs.engine.state import Actor, State, check_moves
 from jobs.engine.views import Claim
 from jobs.secrets import scrub, scrub_data
@@ -33,8 +35,11 @@ async def transition(
     *,
     cancel: CancelRequest | None = None,
     data: dict[str, Any] | None = None,
+    closing: str | None = None,
 ) -> list[Moved]:
-    """Move ``rows`` along ``policy``, atomically, and say which moved.
+    """Move ``rows`` along ``policy``, atomically, and say which moved; then close the open
+    questions of the jobs that ended cancelled or failed (:func:`close_questions`: in the
+    caller's transaction, or just after the move when it has none).
 
     Args:
         conn: a connection; the statement is atomic on its own, callers may wrap a transaction.
@@ -43,6 +48,8 @@ async def transition(
         rows: the jobs, with the writer's attempt, reason, result, error and next ``run_at``.
         cancel: who asked to stop the jobs and why (recorded once, on each job).
         data: extra evidence stored on every event written.
+        closing: why those questions close, when not the end itself ("the job was cancelled",
+            "the job failed").
     """
     if not rows:
         return []
@@ -84,7 +91,68 @@ async def transition(
         for r in records
     ]
     observe.transitions_written(policy, moved)
+    for target, said in ENDS_THAT_CLOSE.items():
+        if said is None:
+            continue
+        ended = [m.job_id for m in moved if m.target is target]
+        await close_questions(
+            engine_queries(),
+            conn,
+            ended,
+            status=QuestionStatus.CLOSED,
+            reason=closing or said,
+            # Not the worker: no handler closed them; the system did, as the job ended.
+            actor=Actor.SYSTEM if policy.actor is Actor.WORKER else policy.actor,
+        )
     return moved
+
+
+ENDS_THAT_CLOSE: dict[State, str | None] = {
+    State.CANCELLED: "the job was cancelled",
+    State.FAILED: "the job failed",
+    # A success closes nothing: its handler waited for its answers (one it did not wait for is
+    # closed when someone answers it).
+    State.SUCCEEDED: None,
+    # Nobody knows how far it got: a resolve may run it again, and its question with it.
+    State.UNKNOWN: None,
+    # Not ended: a job queued again may ask the same question again (the same row answers).
+    State.QUEUED: None,
+    State.RUNNING: None,
+    State.WAITING: None,
+    State.CANCELLING: None,  # an answer is refused while it stops; its end closes them
+}
+"""For each state a move may end in, whether nobody will read an answer after it, and how a
+question it closes says why (None: it closes none)."""
+
+
+async def close_questions(
+    sql: Queries,
+    conn: Conn,
+    job_ids: Sequence[int],
+    *,
+    status: QuestionStatus,
+    reason: str,
+    actor: Actor,
+    keys: Sequence[str | None] | None = None,
+) -> int:
+    """Close the open questions of ``job_ids`` (each job's question of the key at the same
+    place in ``keys``, or all of them), each with its event; how many. Under the jobs' row
+    locks when ``conn`` is in a transaction; without them an answer racing the close is still
+    decided once, by the question's row (``status = 'open'``)."""
+    if not job_ids:
+        return 0
+    closed = await sql.fetch(
+        conn,
+        "question_close",
+        job_ids=list(job_ids),
+        keys=list(keys) if keys is not None else [None] * len(job_ids),
+        status=status.value,
+        reason=reason,
+        actor=actor.value,
+        attempt_id=None,
+        question_id=None,
+    )
+    return len(closed)
 
 
 async def claim(

@@ -12,6 +12,7 @@ import asyncpg
 import pytest
 from pydantic import BaseModel, ConfigDict
 
+from jobs.engine.attempt_mail import AttemptMail
 from jobs.engine.moves import AnswerResult
 from jobs.engine.state import Actor
 from jobs.engine.store import JobStore
@@ -288,3 +289,69 @@ async def test_a_resent_answer_is_recorded_once_and_answers_as_the_first(
     )
     await job_reaches(talk, job.public_id, {"succeeded"})
     assert len((await talk.status(job.public_id)).messages) == 1
+
+
+async def test_every_way_a_job_ends_cancelled_or_failed_closes_its_questions(
+    pool: asyncpg.Pool,
+) -> None:
+    """Not only the worker's end and a person's cancel: a lease the reaper settles as failed (a
+    crash with no attempt left), an operator's resolve of an ``unknown`` job as cancelled, and
+    the reaper's forced end of a cancel nobody acknowledged each close the job's open question,
+    with its event, so an answer after it is refused as closed."""
+    reg = Registry()
+    # Not retry-safe, and crashes count: a lost lease ends the job (unknown, or failed once
+    # its attempts are used up).
+    reg.add(Kind(name="asker", handler=asker, params=AskParams, count_crashes=True))
+    store = JobStore(pool, reg)
+
+    async def asked(max_attempts: int = 1) -> tuple[str, int, int]:
+        job, _ = await store.submit("asker", {}, requester="alice")
+        await pool.execute("UPDATE job SET max_attempts = $2 WHERE id = $1", job.id, max_attempts)
+        [claim] = await store.claim("w", limit=1, lease_seconds=30, kinds=["asker"])
+        mail = AttemptMail(pool, claim.job_id, claim.attempt_id, claim.public_id)
+        await mail.ask("colour", "Which colour?", (), allow_text=True, expires_in=None)
+        return job.public_id, job.id, claim.attempt_id
+
+    async def closed(public_id: str, job_id: int, why: str) -> None:
+        status = await store.status(public_id)
+        assert [(q.status.value, q.closed_reason) for q in status.questions] == [("closed", why)]
+        notes = await pool.fetchval(
+            "SELECT count(*) FROM event WHERE job_id = $1 AND topic = 'question' AND reason = $2",
+            job_id,
+            why,
+        )
+        assert notes == 1
+        late = await store.answer(public_id, "red", actor=Actor.REQUESTER, by="alice")
+        assert late.result is AnswerResult.CLOSED
+
+    # A crash with its one attempt used up: the reaper ends it failed.
+    crashed, crashed_id, attempt = await asked()
+    await pool.execute(
+        "UPDATE attempt SET lease_expires_at = now() - interval '1 s' WHERE id = $1", attempt
+    )
+    await store.reap(cancel_grace_seconds=60, retry_base=0)
+    assert (await store.get(crashed)).state.value == "failed"
+    await closed(crashed, crashed_id, "the job failed")
+
+    # A lost lease with attempts left of a kind not safe to re-run: unknown, question still
+    # open (someone may resolve it as a retry); an operator resolves it as cancelled.
+    lost, lost_id, attempt = await asked(max_attempts=3)
+    await pool.execute(
+        "UPDATE attempt SET lease_expires_at = now() - interval '1 s' WHERE id = $1", attempt
+    )
+    await store.reap(cancel_grace_seconds=60, retry_base=0)
+    assert (await store.get(lost)).state.value == "unknown"
+    assert (await store.status(lost)).questions[0].status.value == "open"
+    await store.resolve(lost, actor=Actor.OPERATOR, outcome="cancelled", note="n", by="ops")
+    await closed(lost, lost_id, "the job was cancelled")
+
+    # A cancel its worker never acknowledged: the reaper forces it after the grace.
+    ignored, ignored_id, _ = await asked()
+    await store.cancel(ignored, actor=Actor.REQUESTER, by="alice")
+    assert (await store.get(ignored)).state.value == "cancelling"
+    await pool.execute(
+        "UPDATE job SET cancel_requested_at = now() - interval '1 hour' WHERE id = $1", ignored_id
+    )
+    await store.reap(cancel_grace_seconds=60, retry_base=0)
+    assert (await store.get(ignored)).state.value == "cancelled"
+    await closed(ignored, ignored_id, "the job was cancelled")

@@ -10,7 +10,6 @@ Races and their outcomes: docs/state-machine.md, "Waiting".
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -20,40 +19,11 @@ from jobs.engine.db import Conn
 from jobs.engine.ids import normalize
 from jobs.engine.mail import MAX_MESSAGE, Message, Question, QuestionStatus, WaitFor
 from jobs.engine.moves import AnswerOutcome, AnswerResult, Row, TellOutcome
-from jobs.engine.queries import Queries
 from jobs.engine.state import TERMINAL, Actor, State
 from jobs.engine.store.reads import Reads
-from jobs.engine.transition import transition
+from jobs.engine.transition import close_questions, transition
 from jobs.engine.views import JobView
 from jobs.errors import JobEnded, NoOpenQuestion, NotOffered, UnknownJob
-
-
-async def close_questions(
-    sql: Queries,
-    conn: Conn,
-    job_ids: Sequence[int],
-    *,
-    status: QuestionStatus,
-    reason: str,
-    actor: Actor,
-    keys: Sequence[str | None] | None = None,
-) -> int:
-    """Close the open questions of jobs whose row lock ``conn``'s transaction holds (each job's
-    question of the key at the same place in ``keys``, or all of them); how many."""
-    if not job_ids:
-        return 0
-    closed = await sql.fetch(
-        conn,
-        "question_close",
-        job_ids=list(job_ids),
-        keys=list(keys) if keys is not None else [None] * len(job_ids),
-        status=status.value,
-        reason=reason,
-        actor=actor.value,
-        attempt_id=None,
-        question_id=None,
-    )
-    return len(closed)
 
 
 def _words(question: Question, text: str | None, choice: int | None) -> tuple[str, int | None]:

@@ -20,11 +20,9 @@ import asyncpg
 from jobs.engine import policy
 from jobs.engine.db import Conn
 from jobs.engine.ids import new_public_ids, normalize
-from jobs.engine.mail import QuestionStatus
 from jobs.engine.moves import CancelRequest, Row
 from jobs.engine.records import read_typed_asset
 from jobs.engine.state import Actor, State
-from jobs.engine.store.mailbox import close_questions
 from jobs.engine.store.requests import Requests
 from jobs.engine.transition import transition
 from jobs.engine.views import JobFilter, JobView
@@ -200,24 +198,12 @@ class Operator(Requests):
                 cancel=request,
                 data={"by": by, "bulk": True},
             )
-            async with conn.transaction():
-                ended = [m.job_id for m in moved if m.target is State.CANCELLED]
-                if ended:
-                    await self.sql.fetch(conn, "job_lock_many", ids=ended)
-                    await close_questions(
-                        self.sql,
-                        conn,
-                        ended,
-                        status=QuestionStatus.CLOSED,
-                        reason="the job was cancelled",
-                        actor=Actor.OPERATOR,
-                    )
-                await self.record_action(
-                    by,
-                    "bulk_cancel",
-                    detail={"filter": _described(where), "matched": len(jobs), "force": force},
-                    conn=conn,
-                )
+            await self.record_action(
+                by,
+                "bulk_cancel",
+                detail={"filter": _described(where), "matched": len(jobs), "force": force},
+                conn=conn,
+            )
         # A raced row did not move, so the statement has no public id for it: take it from
         # the search that matched it.
         public_ids = {j.id: j.public_id for j in jobs}

@@ -23,8 +23,7 @@ from jobs.engine.moves import CancelRequest, Moved, Policy, Row
 from jobs.engine.state import Actor
 from jobs.engine.state import State as S
 from jobs.engine.store.base import Base
-from jobs.engine.store.mailbox import close_questions
-from jobs.engine.transition import transition
+from jobs.engine.transition import close_questions, transition
 from jobs.retry import backoff
 
 
@@ -196,17 +195,14 @@ class Reaper(Base):
             if late:
                 deadline = CancelRequest(by="system", reason="timed_out")
                 rows = [Row(r["id"]) for r in late]
-                moved = await transition(conn, policy.DEADLINE, rows, cancel=deadline)
-                count("timed_out", moved)
-                ended = [m.job_id for m in moved if m.target is S.CANCELLED]
-                await close_questions(
-                    self.sql,
+                moved = await transition(
                     conn,
-                    ended,
-                    status=QuestionStatus.CLOSED,
-                    reason="the job's deadline passed",
-                    actor=Actor.SYSTEM,
+                    policy.DEADLINE,
+                    rows,
+                    cancel=deadline,
+                    closing="the job's deadline passed",
                 )
+                count("timed_out", moved)
             count("woken", await self._wake_due(conn, first["at"], batch))
         if watch is not None:
             watch.done()

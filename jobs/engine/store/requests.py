@@ -15,7 +15,6 @@ from datetime import UTC, datetime
 from jobs.engine import observe, policy
 from jobs.engine.db import Conn
 from jobs.engine.ids import normalize
-from jobs.engine.mail import QuestionStatus
 from jobs.engine.moves import (
     CancelOutcome,
     CancelRequest,
@@ -26,7 +25,6 @@ from jobs.engine.moves import (
     Row,
 )
 from jobs.engine.state import TERMINAL, Actor, State, allowed
-from jobs.engine.store.mailbox import close_questions
 from jobs.engine.store.reads import Reads
 from jobs.engine.transition import transition
 from jobs.engine.views import JobView
@@ -61,17 +59,6 @@ class Requests(Reads):
         record = await self.sql.fetchrow(conn, "job_get_by_id", id=job_id)
         assert record is not None  # locked by this transaction
         return moved, JobView.from_record(record)
-
-    async def _close_cancelled(self, conn: Conn, job_id: int, actor: Actor) -> None:
-        """Nothing will answer a cancelled job's questions: an answer after this is refused."""
-        await close_questions(
-            self.sql,
-            conn,
-            [job_id],
-            status=QuestionStatus.CLOSED,
-            reason="the job was cancelled",
-            actor=actor,
-        )
 
     async def cancel(
         self,
@@ -110,20 +97,15 @@ class Requests(Reads):
             [moved] = await transition(
                 conn, rule, [Row(job_id, reason=why)], cancel=request, data=data
             )
+            # A job that ended cancelled had its questions closed by the move (after the move's
+            # own commit, which told the worker first: an answer in between finds the job
+            # ended and is refused as closed all the same).
             if moved.raced:
                 async with conn.transaction():
                     moved, job = await self._request(
                         conn, public_id, rule, Row(0, reason=why), cancel=request, data=data
                     )
-                    if moved.target is State.CANCELLED:
-                        await self._close_cancelled(conn, job.id, actor)
             else:
-                if moved.target is State.CANCELLED:
-                    # After the move's own commit (which told the worker first): an answer in
-                    # between finds the job ended and is refused as closed all the same.
-                    async with conn.transaction():
-                        await self.sql.fetch(conn, "job_lock_many", ids=[job_id])
-                        await self._close_cancelled(conn, job_id, actor)
                 record = await self.sql.fetchrow(conn, "job_get_by_id", id=job_id)
                 if record is None:  # pruned by an operator meanwhile
                     raise UnknownJob(public_id)

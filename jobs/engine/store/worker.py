@@ -10,11 +10,9 @@ from typing import Any
 from jobs.engine import policy
 from jobs.engine.db import Conn
 from jobs.engine.line import Fairness, KindCaps
-from jobs.engine.mail import QuestionStatus
 from jobs.engine.moves import AttemptOutcome, Finish, Moved, Policy, Verdict
 from jobs.engine.state import Actor, State
 from jobs.engine.store.base import Base
-from jobs.engine.store.mailbox import close_questions
 from jobs.engine.transition import claim, transition
 from jobs.engine.views import Claim
 from jobs.errors import StaleTransition
@@ -154,9 +152,7 @@ class WorkerVerbs(Base):
             # itself; no BEGIN/COMMIT.
             [(rule, group)] = groups.items()
             async with self.pool.acquire() as conn:
-                moved = await transition(conn, rule, group)
-                await self._close_questions(conn, moved)
-                return moved
+                return await transition(conn, rule, group)
         out: list[Moved] = []
         async with self.pool.acquire() as conn, conn.transaction():
             # One statement per kind of end would lock the jobs group by group, not in id
@@ -166,21 +162,7 @@ class WorkerVerbs(Base):
                 out += await transition(conn, rule, group)
             if parks:
                 out += await self._park(conn, parks)
-            await self._close_questions(conn, out)
         return out
-
-    async def _close_questions(self, conn: Conn, moved: list[Moved]) -> None:
-        """A job that ended cancelled or failed will read no answer: close its open questions
-        (an answer after it is refused as closed). A success closes nothing: its handler waited
-        for its answers (one it did not wait for is closed when someone answers it)."""
-        for target, said in (
-            (State.CANCELLED, "the job was cancelled"),
-            (State.FAILED, "the job failed"),
-        ):
-            ended = [m.job_id for m in moved if m.target is target]
-            await close_questions(
-                self.sql, conn, ended, status=QuestionStatus.CLOSED, reason=said, actor=Actor.SYSTEM
-            )
 
     async def _park(self, conn: Conn, parks: list[Finish]) -> list[Moved]:
         """Park attempts whose handler waits (the jobs locked in ``conn``'s transaction): record
