@@ -30,6 +30,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import asyncpg
+
 from bench.common import fresh_db, quantile, server_dsn
 from bench.harness import (
     ERRAND_WORKER,
@@ -38,6 +40,8 @@ from bench.harness import (
     WorkerProcess,
     compile_errand,
     errand_env,
+    errand_pending,
+    errand_poller,
     quiet,
 )
 
@@ -51,8 +55,8 @@ WAIT_IN_WORKER = {"ERRAND_WORKER_PARK_AFTER_SECONDS": "60"}
 class Errand:
     """Errand on a fresh database, as its users open it (``open_engine``), for one measurement."""
 
-    def __init__(self, engine: Engine, dsn: str) -> None:
-        self.engine, self.dsn, self.store = engine, dsn, engine.store
+    def __init__(self, engine: Engine, dsn: str, poller: asyncpg.Connection) -> None:
+        self.engine, self.dsn, self.store, self.poller = engine, dsn, engine.store, poller
 
     async def submit_bulk(self, kind: str, n: int) -> None:
         from jobs.engine.store import Submission
@@ -61,12 +65,7 @@ class Errand:
 
     async def pending(self) -> bool:
         """Whether a job is still queued or running (two probes of the partial indexes)."""
-        return bool(
-            await self.engine.pool.fetchval(
-                "SELECT EXISTS (SELECT 1 FROM job WHERE state = 'queued')"
-                " OR EXISTS (SELECT 1 FROM job WHERE state = 'running')"
-            )
-        )
+        return await errand_pending(self.poller)
 
     async def worker(self, log: Path, **env: str) -> WorkerProcess:
         return await WorkerProcess.start(ERRAND_WORKER, errand_env(self.dsn) | env, log)
@@ -82,7 +81,11 @@ async def errand_on(server: str, name: str) -> AsyncIterator[Errand]:
     os.environ.update(errand_env(dsn))
     async with open_engine(Settings()) as engine:
         await engine.pool.execute("ANALYZE")
-        yield Errand(engine, dsn)
+        poller = await errand_poller(dsn)
+        try:
+            yield Errand(engine, dsn, poller)
+        finally:
+            await poller.close()
 
 
 async def _asked(errand: Errand, public_id: str, *, parked: bool, within: float = 30) -> None:
