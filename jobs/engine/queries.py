@@ -6,7 +6,10 @@ them by name (:meth:`Queries.fetch` and the other verbs), and a missing or unkno
 error before anything is sent. ``{set}`` names a set of states from
 :data:`jobs.engine.policy.SQL_SETS`, written into the text as an array constant when the file is
 loaded: the planner then sees the states as values, which a partial index on them needs (a
-parameter would not do, docs/architecture.md). Nothing rewrites a query after it is loaded.
+parameter would not do, docs/architecture.md). A part two queries share is written once, after
+``-- fragment: NAME``, and ``{NAME}`` alone on a line of a query stands for its text (written in
+before the query is read, so its parameters and sets are the query's own). Nothing rewrites a
+query after it is loaded.
 
 Why not aiosql: its queries are methods made at run time, so mypy sees none of them, and it
 wraps every call in its own connection handling; what Errand needs of it (names, named
@@ -26,7 +29,7 @@ import asyncpg
 
 from jobs.engine.policy import SQL_SETS
 
-_HEADER = re.compile(r"^-- name: (?P<name>[a-z_]+)\s*$", re.MULTILINE)
+_HEADER = re.compile(r"^-- (?P<what>name|fragment): (?P<name>[a-z_]+)\s*$", re.MULTILINE)
 # What the scanner steps over whole (strings, quoted names, comments, casts) or replaces
 # (parameters, sets).
 _TOKEN = re.compile(
@@ -37,6 +40,9 @@ _TOKEN = re.compile(
     r"|:(?P<param>[a-z_][a-z0-9_]*)"
     r"|\{(?P<set>[a-z_]+)\}"
 )
+
+# A fragment is written in where its name stands alone on a line (never inside a comment).
+_FRAGMENT = re.compile(r"^[ \t]*\{(?P<name>[a-z_]+)\}[ \t]*$", re.MULTILINE)
 
 Executor = asyncpg.Connection | asyncpg.pool.PoolConnectionProxy | asyncpg.Pool
 """What runs a query: a connection, pooled or not, or a pool (which acquires one)."""
@@ -85,19 +91,39 @@ def parse(name: str, text: str, sets: Mapping[str, Any]) -> Query:
     return Query(name, _TOKEN.sub(replace, text), tuple(params))
 
 
+def query_texts(directory: Path) -> dict[str, str]:
+    """The text of each named query of a folder's ``.sql`` files, its fragments written in (its
+    ``:name`` parameters and ``{set}`` names not yet replaced: :func:`parse` does that).
+
+    Raises:
+        ValueError: a name defined twice, or a fragment a query names that does not exist.
+    """
+    bodies: dict[str, dict[str, str]] = {"name": {}, "fragment": {}}
+    for path in sorted(directory.glob("*.sql")):
+        text = path.read_text()
+        marks = list(_HEADER.finditer(text))
+        for mark, nxt in zip(marks, [*marks[1:], None], strict=True):
+            body = text[mark.end() : nxt.start() if nxt else len(text)].strip()
+            if mark["name"] in bodies["name"] or mark["name"] in bodies["fragment"]:
+                raise ValueError(f"duplicate query name {mark['name']} in {path.name}")
+            bodies[mark["what"]][mark["name"]] = body
+    fragments = bodies["fragment"]
+
+    def written_in(match: re.Match[str]) -> str:
+        if match["name"] not in fragments:
+            raise ValueError(f"no fragment {{{match['name']}}}")
+        return fragments[match["name"]]
+
+    return {name: _FRAGMENT.sub(written_in, body) for name, body in bodies["name"].items()}
+
+
 class Queries(Mapping[str, Query]):
     """The named queries of one folder of ``.sql`` files, and the verbs that run them."""
 
     def __init__(self, directory: Path, sets: Mapping[str, Any] | None = None) -> None:
-        self._queries: dict[str, Query] = {}
-        for path in sorted(directory.glob("*.sql")):
-            text = path.read_text()
-            marks = list(_HEADER.finditer(text))
-            for mark, nxt in zip(marks, [*marks[1:], None], strict=True):
-                body = text[mark.end() : nxt.start() if nxt else len(text)].strip()
-                if mark["name"] in self._queries:
-                    raise ValueError(f"duplicate query name {mark['name']} in {path.name}")
-                self._queries[mark["name"]] = parse(mark["name"], body, sets or {})
+        self._queries: dict[str, Query] = {
+            name: parse(name, text, sets or {}) for name, text in query_texts(directory).items()
+        }
 
     def __getitem__(self, name: str) -> Query:
         return self._queries[name]

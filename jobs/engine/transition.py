@@ -22,7 +22,7 @@ from jobs.engine.db import Conn
 from jobs.engine.line import Fairness, KindCaps, LoneClaims
 from jobs.engine.mail import QuestionStatus
 from jobs.engine.moves import CancelRequest, Moved, Policy, Row
-from jobs.engine.queries import Queries, engine_queries
+from jobs.engine.queries import engine_queries
 from jobs.engine.state import Actor, State, check_moves
 from jobs.engine.views import Claim
 from jobs.secrets import scrub, scrub_data
@@ -96,7 +96,6 @@ async def transition(
             continue
         ended = [m.job_id for m in moved if m.target is target]
         await close_questions(
-            engine_queries(),
             conn,
             ended,
             status=QuestionStatus.CLOSED,
@@ -126,7 +125,6 @@ question it closes says why (None: it closes none)."""
 
 
 async def close_questions(
-    sql: Queries,
     conn: Conn,
     job_ids: Sequence[int],
     *,
@@ -141,7 +139,7 @@ async def close_questions(
     decided once, by the question's row (``status = 'open'``)."""
     if not job_ids:
         return 0
-    closed = await sql.fetch(
+    closed = await engine_queries().fetch(
         conn,
         "question_close",
         job_ids=list(job_ids),

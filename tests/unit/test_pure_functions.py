@@ -146,6 +146,25 @@ def test_a_query_name_defined_twice_is_refused(tmp_path: Path) -> None:
         Queries(tmp_path)
 
 
+def test_a_fragment_is_written_in_where_it_stands_alone_on_a_line(tmp_path: Path) -> None:
+    """Shared text (``-- fragment:``) is written into each query that names it on a line of its
+    own, with its parameters becoming the query's; a mention inside a line or a comment is
+    left alone, and a query naming no such fragment is refused."""
+    (tmp_path / "a.sql").write_text(
+        "-- fragment: part\nx = :x\n\n"
+        "-- name: one\nSELECT :y WHERE\n    {part}\n-- not {part}\n\n"
+        "-- name: two\nSELECT 1 WHERE\n{part}\nAND '{part}' = y\n"
+    )
+    queries = Queries(tmp_path)
+    assert set(queries) == {"one", "two"}
+    assert queries["one"].sql == "SELECT $1 WHERE\nx = $2\n-- not {part}"
+    assert queries["one"].params == ("y", "x")
+    assert queries["two"].sql == "SELECT 1 WHERE\nx = $1\nAND '{part}' = y"
+    (tmp_path / "b.sql").write_text("-- name: three\nSELECT 1 WHERE\n{missing}\n")
+    with pytest.raises(ValueError, match=r"no fragment \{missing\}"):
+        Queries(tmp_path)
+
+
 def test_named_parameters_become_positional_in_first_use_order() -> None:
     """``:name`` becomes ``$n`` (a repeated name keeps its number); casts, strings, quoted
     names and comments are left alone."""

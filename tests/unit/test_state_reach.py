@@ -32,17 +32,14 @@ import pytest
 from bot import render, status_page
 from jobs.engine.notices import Notice
 from jobs.engine.policy import SQL_SETS
-from jobs.engine.queries import engine_queries
+from jobs.engine.queries import engine_queries, query_texts
 from jobs.engine.state import TRANSITIONS, Actor, State
 from jobs.engine.views import JobStatus, JobView
 from tests.unit.test_architecture import ROOT, project_modules
 
 T0 = datetime(2026, 8, 20, 12, 0, tzinfo=UTC)
 PAGE = ROOT / "discord_emulator" / "web" / "static" / "page.js"
-SQL_FILES = [
-    *sorted((ROOT / "jobs/engine/sql").glob("*.sql")),
-    *sorted((ROOT / "bot/sql").glob("*.sql")),
-]
+SQL_DIRS = [ROOT / "jobs/engine/sql", ROOT / "bot/sql"]
 
 
 def job(state: State) -> JobView:
@@ -211,7 +208,6 @@ SINGLE_STATES: dict[tuple[str, str], str] = {
 """Each place SQL names one state, and why one state and not a set: a new place must be added
 here, and a new state decides, for each, whether it belongs there too."""
 
-_NAME = re.compile(r"^-- name: (\w+)\s*$", re.M)
 _COMMENT = re.compile(r"--[^\n]*")
 _LITERAL = r"'((?:[^']|'')*)'"
 _COMPARED = re.compile(
@@ -232,14 +228,10 @@ _INSERT = re.compile(
 )
 
 
-def sql_queries(path: Path) -> dict[str, str]:
-    """The named queries of one SQL file, their text without comments."""
-    text = path.read_text()
-    marks = list(_NAME.finditer(text))
-    return {
-        m[1]: _COMMENT.sub("", text[m.end() : nxt.start() if nxt else len(text)])
-        for m, nxt in zip(marks, [*marks[1:], None], strict=True)
-    }
+def sql_queries(directory: Path) -> dict[str, str]:
+    """The named queries of one SQL folder, as its loader reads them (fragments written in),
+    their text without comments."""
+    return {name: _COMMENT.sub("", text) for name, text in query_texts(directory).items()}
 
 
 def _items(text: str) -> list[str]:
@@ -283,8 +275,8 @@ def state_lists(sql: str) -> list[str]:
 def sql_state_references() -> dict[tuple[str, str], int]:
     """(query, state literal) -> how often, over every SQL file."""
     found: dict[tuple[str, str], int] = {}
-    for path in SQL_FILES:
-        for name, sql in sql_queries(path).items():
+    for directory in SQL_DIRS:
+        for name, sql in sql_queries(directory).items():
             for literal in state_literals(sql):
                 found[(name, literal)] = found.get((name, literal), 0) + 1
     return found
@@ -327,9 +319,9 @@ def test_the_sql_writes_no_list_of_states() -> None:
     """A set of states comes from SQL_SETS as ``{set}``: a new state then reaches every query
     that uses the set, with no SQL to change."""
     lists = {
-        (path.name, name, text)
-        for path in SQL_FILES
-        for name, sql in sql_queries(path).items()
+        (directory.name, name, text)
+        for directory in SQL_DIRS
+        for name, sql in sql_queries(directory).items()
         for text in state_lists(sql)
     }
     assert lists == set()
@@ -345,8 +337,8 @@ def test_every_state_set_the_sql_names_exists() -> None:
     """``{set}`` names resolve when the engine's queries load (an unknown one raises there)."""
     named = {
         m[1]
-        for path in SQL_FILES
-        for sql in sql_queries(path).values()
+        for directory in SQL_DIRS
+        for sql in sql_queries(directory).values()
         for m in re.finditer(r"\{([a-z_]+)\}", sql)
     }
     assert named <= set(SQL_SETS)

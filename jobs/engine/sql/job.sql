@@ -232,6 +232,67 @@ WHERE s.hit OR s.searched = :scope
 ORDER BY s.id
 LIMIT :limit;
 
+-- fragment: claim_lanes
+-- Every (kind, group, requester, priority) with a queued job, one index probe each (a loose
+-- index scan over job_lane): the lanes of job_claim and job_claim_lone.
+    (SELECT kind, coalesce(origin_group, '') AS grp, requester, priority FROM job
+     WHERE state = ANY({claimable}::job_state[])
+     ORDER BY kind, coalesce(origin_group, ''), requester, priority
+     LIMIT 1)
+    UNION ALL
+    SELECT n.* FROM lanes l CROSS JOIN LATERAL (
+        SELECT kind, coalesce(origin_group, '') AS grp, requester, priority FROM job
+        WHERE state = ANY({claimable}::job_state[])
+          AND (kind, coalesce(origin_group, ''), requester, priority)
+              > (l.kind, l.grp, l.requester, l.priority)
+        ORDER BY kind, coalesce(origin_group, ''), requester, priority
+        LIMIT 1
+    ) n
+
+-- fragment: claim_writes
+-- The claim's writes, from the jobs "picked" (id, state) names: each moves to running under a
+-- new attempt (its fencing token), its attempt row, its event (a notice when it has an origin).
+-- Shared by job_claim and job_claim_lone, so both write a claim the same way.
+moved AS (
+    -- The attempt's id is drawn here, so the rows below are written straight from this one
+    -- (joined back, the planner expecting a row or two does nested loops: 100 x 100 rescans).
+    UPDATE job j SET
+        state = 'running',
+        reason = NULL,
+        current_attempt_id = nextval('attempt_id_seq'),
+        attempts = j.attempts + 1,
+        started_at = coalesce(j.started_at, now()),
+        updated_at = now()
+    FROM picked p
+    -- Joined on p.id alone: the planner, expecting few rows from picked (its filters above),
+    -- reads each by primary key. An "id = ANY(picked's ids)" here was taken as the inner
+    -- index condition instead, which read the whole list once per row (100 x 100).
+    WHERE j.id = p.id
+    RETURNING j.id, j.public_id, j.kind, j.params, j.attempts, j.failures, j.max_attempts,
+              j.deadline_at, j.checkpoint, j.current_attempt_id, j.origin, j.run_at,
+              j.traceparent, p.state AS from_state
+), att AS (
+    INSERT INTO attempt (id, job_id, number, worker, lease_expires_at)
+    OVERRIDING SYSTEM VALUE
+    SELECT current_attempt_id, id, attempts, :worker,
+           now() + make_interval(secs => :lease_seconds)
+    FROM moved
+), ev AS (
+    INSERT INTO event (job_id, from_state, to_state, actor, attempt_id, reason, notice_at)
+    SELECT id, from_state, 'running', 'worker', current_attempt_id, NULL,
+           CASE WHEN origin <> '{}'::jsonb THEN now() END
+    FROM moved
+
+-- fragment: claim_columns
+-- What a claim returns for each moved job (jobs/engine/views.py, Claim), and the NOTIFY that
+-- tells transports a notice is due.
+       m.id, m.public_id, m.kind, m.params, m.attempts, m.failures, m.max_attempts,
+       m.deadline_at, m.checkpoint, m.current_attempt_id, m.from_state, m.traceparent,
+       now() - m.run_at AS since_due,
+       (SELECT pg_notify('errand_outbox', '')
+         WHERE EXISTS (SELECT 1 FROM moved x WHERE x.origin <> '{}'::jsonb))::text
+           AS _outbox_notified
+
 -- name: job_claim
 -- Claim up to :limit due jobs in one statement (an implicit transaction), in the claim's order
 -- (docs/state-machine.md, "The claim's order"): higher priority first; among equals, fair
@@ -279,19 +340,7 @@ WITH RECURSIVE wanted AS (
     SELECT grp, requester, kind, count(*) AS n FROM live GROUP BY grp, requester, kind
 ), lanes AS (
     -- Every (kind, group, requester, priority) with a queued job, one index probe each.
-    (SELECT kind, coalesce(origin_group, '') AS grp, requester, priority FROM job
-     WHERE state = ANY({claimable}::job_state[])
-     ORDER BY kind, coalesce(origin_group, ''), requester, priority
-     LIMIT 1)
-    UNION ALL
-    SELECT n.* FROM lanes l CROSS JOIN LATERAL (
-        SELECT kind, coalesce(origin_group, '') AS grp, requester, priority FROM job
-        WHERE state = ANY({claimable}::job_state[])
-          AND (kind, coalesce(origin_group, ''), requester, priority)
-              > (l.kind, l.grp, l.requester, l.priority)
-        ORDER BY kind, coalesce(origin_group, ''), requester, priority
-        LIMIT 1
-    ) n
+{claim_lanes}
 ), allowed_lanes AS (
     -- The lanes this worker may take from now ("late" joined: this claim has its turn, when
     -- gated, before it locks any job below).
@@ -382,35 +431,8 @@ WITH RECURSIVE wanted AS (
     SELECT a.id, a.state FROM allowed a
     ORDER BY a.priority DESC, a.vg, a.vr, a.run_at, a.id
     LIMIT :limit::int
-), moved AS (
-    -- The attempt's id is drawn here, so the rows below are written straight from this one
-    -- (joined back, the planner expecting a row or two does nested loops: 100 x 100 rescans).
-    UPDATE job j SET
-        state = 'running',
-        reason = NULL,
-        current_attempt_id = nextval('attempt_id_seq'),
-        attempts = j.attempts + 1,
-        started_at = coalesce(j.started_at, now()),
-        updated_at = now()
-    FROM picked p
-    -- Joined on p.id alone: the planner, expecting few rows from picked (its filters above),
-    -- reads each by primary key. An "id = ANY(picked's ids)" here was taken as the inner
-    -- index condition instead, which read the whole list once per row (100 x 100).
-    WHERE j.id = p.id
-    RETURNING j.id, j.public_id, j.kind, j.params, j.attempts, j.failures, j.max_attempts,
-              j.deadline_at, j.checkpoint, j.current_attempt_id, j.origin, j.run_at,
-              j.traceparent, p.state AS from_state
-), att AS (
-    INSERT INTO attempt (id, job_id, number, worker, lease_expires_at)
-    OVERRIDING SYSTEM VALUE
-    SELECT current_attempt_id, id, attempts, :worker,
-           now() + make_interval(secs => :lease_seconds)
-    FROM moved
-), ev AS (
-    INSERT INTO event (job_id, from_state, to_state, actor, attempt_id, reason, notice_at)
-    SELECT id, from_state, 'running', 'worker', current_attempt_id, NULL,
-           CASE WHEN origin <> '{}'::jsonb THEN now() END
-    FROM moved
+),
+{claim_writes}
 ), turn AS (
     -- The turn's count goes up by what this claim took (the row is this claim's, locked above).
     UPDATE claim_gate SET starts = starts + (SELECT count(*) FROM moved)
@@ -425,12 +447,8 @@ WITH RECURSIVE wanted AS (
     DELETE FROM worker_waiting
     WHERE pid = :waiting_pid AND (SELECT count(*) FROM moved) >= :unlist_at
 )
-SELECT m.id, m.public_id, m.kind, m.params, m.attempts, m.failures, m.max_attempts,
-       m.deadline_at, m.checkpoint, m.current_attempt_id, m.from_state, m.traceparent,
-       now() - m.run_at AS since_due,
-       (SELECT pg_notify('errand_outbox', '')
-         WHERE EXISTS (SELECT 1 FROM moved x WHERE x.origin <> '{}'::jsonb))::text
-           AS _outbox_notified
+SELECT
+{claim_columns}
 FROM moved m
 ORDER BY m.id;
 
@@ -441,8 +459,9 @@ ORDER BY m.id;
 -- to share with, and the claim is the lane's first due jobs, in due order: what job_claim
 -- would take, in a statement a fraction of its size (a claim's cost grows with its plan, even
 -- where no row reaches a part of it). The caller passes no declared cap or per-requester cap
--- (with one, it calls job_claim). Otherwise it takes nothing and returns one row whose
--- "declined" is true: the caller then claims with job_claim. From "moved" on, as job_claim.
+-- (with one, it calls job_claim). Otherwise it changes nothing and returns one row whose
+-- "declined" is true: the caller then claims with job_claim. Its lanes, its writes and its
+-- columns are job_claim's (the fragments claim_lanes, claim_writes and claim_columns).
 WITH RECURSIVE ruled AS (
     SELECT EXISTS (
         SELECT 1 FROM kind_setting s
@@ -451,19 +470,7 @@ WITH RECURSIVE ruled AS (
                OR s.paused_at IS NOT NULL)) AS yes
 ), lanes AS (
     -- job_claim's lane probes, read only as far as a second lane this worker may take from.
-    (SELECT kind, coalesce(origin_group, '') AS grp, requester, priority FROM job
-     WHERE state = ANY({claimable}::job_state[])
-     ORDER BY kind, coalesce(origin_group, ''), requester, priority
-     LIMIT 1)
-    UNION ALL
-    SELECT n.* FROM lanes l CROSS JOIN LATERAL (
-        SELECT kind, coalesce(origin_group, '') AS grp, requester, priority FROM job
-        WHERE state = ANY({claimable}::job_state[])
-          AND (kind, coalesce(origin_group, ''), requester, priority)
-              > (l.kind, l.grp, l.requester, l.priority)
-        ORDER BY kind, coalesce(origin_group, ''), requester, priority
-        LIMIT 1
-    ) n
+{claim_lanes}
 ), allowed_lanes AS (
     SELECT * FROM lanes WHERE :kinds::text[] IS NULL OR kind = ANY(:kinds::text[]) LIMIT 2
 ), verdict AS (
@@ -480,45 +487,18 @@ WITH RECURSIVE ruled AS (
         FOR UPDATE OF j SKIP LOCKED
     ) c
     WHERE NOT (SELECT declined FROM verdict)
-), moved AS (
-    UPDATE job j SET
-        state = 'running',
-        reason = NULL,
-        current_attempt_id = nextval('attempt_id_seq'),
-        attempts = j.attempts + 1,
-        started_at = coalesce(j.started_at, now()),
-        updated_at = now()
-    FROM picked p
-    WHERE j.id = p.id
-    RETURNING j.id, j.public_id, j.kind, j.params, j.attempts, j.failures, j.max_attempts,
-              j.deadline_at, j.checkpoint, j.current_attempt_id, j.origin, j.run_at,
-              j.traceparent, p.state AS from_state
-), att AS (
-    INSERT INTO attempt (id, job_id, number, worker, lease_expires_at)
-    OVERRIDING SYSTEM VALUE
-    SELECT current_attempt_id, id, attempts, :worker,
-           now() + make_interval(secs => :lease_seconds)
-    FROM moved
-), ev AS (
-    INSERT INTO event (job_id, from_state, to_state, actor, attempt_id, reason, notice_at)
-    SELECT id, from_state, 'running', 'worker', current_attempt_id, NULL,
-           CASE WHEN origin <> '{}'::jsonb THEN now() END
-    FROM moved
+),
+{claim_writes}
 ), unlisted AS (
     DELETE FROM worker_waiting
     WHERE pid = :waiting_pid AND (SELECT count(*) FROM moved) >= :unlist_at
       AND NOT (SELECT declined FROM verdict)
 )
-SELECT m.id, m.public_id, m.kind, m.params, m.attempts, m.failures, m.max_attempts,
-       m.deadline_at, m.checkpoint, m.current_attempt_id, m.from_state, m.traceparent,
-       now() - m.run_at AS since_due,
-       (SELECT pg_notify('errand_outbox', '')
-         WHERE EXISTS (SELECT 1 FROM moved x WHERE x.origin <> '{}'::jsonb))::text
-           AS _outbox_notified,
-       false AS declined
+SELECT false AS declined,
+{claim_columns}
 FROM moved m
 UNION ALL
-SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, true
+SELECT true, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 FROM verdict WHERE declined
 ORDER BY declined, id;
 

@@ -174,7 +174,6 @@ class Mailbox(Reads):
                 why = f"the job {ended}"
                 if state in TERMINAL:  # a job that ended while it asked: close it now
                     await close_questions(
-                        self.sql,
                         conn,
                         [job_id],
                         status=QuestionStatus.CLOSED,

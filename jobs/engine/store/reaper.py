@@ -114,7 +114,6 @@ class Reaper(Base):
         moved = await transition(conn, policy.wake(Actor.SYSTEM), rows)
         asked = [r for r in due if r["wait_for"] == WaitFor.QUESTION]
         await close_questions(
-            self.sql,
             conn,
             [r["id"] for r in asked],
             keys=[r["wait_key"] for r in asked],
