@@ -2,7 +2,8 @@
 
 This door is what a kind's author uses: ``from jobs import kind, Context, JobFailed``: the
 decorator, what a handler receives, its budget and the errors it raises or catches (the types it
-meets without naming them, a registered kind and a step's meter, stay behind it). A
+meets without naming them, a registered kind and a step's meter, stay behind it; the meter
+estimates the tokens a provider did not report, ``meter.estimate(...)``). A
 transport (``bot/``) enters through the second door, :mod:`jobs.transport`. Nothing else is
 public. Names load on first use (:mod:`jobs.lazy`), so a short CLI command imports only the
 modules it touches.
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
         JobFailed,
         LeaseLost,
     )
-    from jobs.runtime.budget import Budget, estimate_tokens
+    from jobs.runtime.budget import Budget
     from jobs.runtime.context import Context
     from jobs.runtime.registry import kind
 

@@ -10,7 +10,7 @@ Each step is one model call plus the tool calls it asks for; tools are catalog c
   :data:`BYTES_PER_TOKEN` per token): a provider that ignores ``max_tokens`` is cut off there
   and charged the request's estimate plus the whole ``max_tokens``;
 - a reply without ``usage`` is charged an estimate from the request and the reply
-  (:func:`jobs.runtime.budget.estimate_tokens`), marked as estimated;
+  (:meth:`jobs.runtime.budget.Meter.estimate`), marked as estimated;
 - tool calls are counted *before* any runs.
 
 The conversation is checkpointed after every model reply and every tool answer, so an attempt
@@ -51,7 +51,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from jobs.errors import JobFailed
 from jobs.kinds.command import CommandSpec, approval, load_catalog, run_command
-from jobs.runtime.budget import Budget, Meter, estimate_tokens
+from jobs.runtime.budget import Budget, Meter
 from jobs.runtime.context import Context
 from jobs.runtime.registry import kind
 from jobs.secrets import scrub
@@ -291,7 +291,7 @@ async def _call_model(ctx: Context, meter: Meter, setup: _Setup, messages: list[
         schemas.append(ASK_USER_TOOL)
     if schemas:
         request["tools"] = schemas
-    request_tokens = estimate_tokens(json.dumps(messages), json.dumps(request.get("tools")))
+    request_tokens = meter.estimate(json.dumps(messages), json.dumps(request.get("tools")))
     max_tokens = meter.reserve(request_tokens)  # raises (no call) when nothing is left
     if max_tokens is not None:
         request["max_tokens"] = max_tokens
@@ -326,7 +326,7 @@ async def _call_model(ctx: Context, meter: Meter, setup: _Setup, messages: list[
         meter.tokens(usage.prompt_tokens, usage.completion_tokens, usage.total_tokens)
     else:
         calls = message.model_dump(exclude_none=True).get("tool_calls")
-        completion = estimate_tokens(message.content or "", json.dumps(calls) if calls else "")
+        completion = meter.estimate(message.content or "", json.dumps(calls) if calls else "")
         meter.tokens(request_tokens, completion, estimated=True)
     return message
 

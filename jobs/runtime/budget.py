@@ -89,6 +89,19 @@ class Meter:
         self.usage = Usage(steps=1)
         self._job = job_usage
 
+    @staticmethod
+    def estimate(*texts: str) -> int:
+        """Tokens of ``texts`` as Errand estimates them when a provider reports no usage: what
+        :meth:`reserve` is given for a request, and what :meth:`tokens` charges with
+        ``estimated=True`` for a reply.
+
+        One token per 4 characters, rounded up, per text: the usual rule of thumb for English
+        with GPT-style tokenizers. It works offline (no tokenizer files); it errs high on plain
+        prose, low on dense code or non-Latin scripts, and is marked as an estimate wherever it
+        is charged.
+        """
+        return sum(-(-len(text) // 4) for text in texts if text)
+
     def tokens(
         self,
         prompt: int = 0,
@@ -100,7 +113,7 @@ class Meter:
         """Record model tokens and enforce both token bounds.
 
         ``estimated``: the provider reported no usage and these are Errand's estimate (see
-        :func:`estimate_tokens`); they count against the bounds like reported ones. The job's
+        :meth:`estimate`); they count against the bounds like reported ones. The job's
         usage is charged at once, not when the step ends, so steps running at the same time
         (``asyncio.gather``) see each other's tokens against the job bound.
         """
@@ -125,7 +138,7 @@ class Meter:
 
         Returns the tokens left in the step and in the job, whichever is smaller (None when
         neither is bounded). Raises :class:`BudgetExceeded` (no call is made) when none are
-        left, or when the request alone (estimated, see :func:`estimate_tokens`) needs more than
+        left, or when the request alone (estimated, see :meth:`estimate`) needs more than
         is left: with the reply held to ``max_tokens``, a call then overshoots a bound by at
         most its own ``max_tokens``.
         """
@@ -163,13 +176,3 @@ class Meter:
         if limit is not None and used > limit:
             note = f"{estimated} of them estimated" if estimated else ""
             raise BudgetExceeded(bound, used, limit, note)
-
-
-def estimate_tokens(*texts: str) -> int:
-    """Tokens of ``texts`` as Errand estimates them when a provider reports no usage.
-
-    One token per 4 characters, rounded up, per text: the usual rule of thumb for English with
-    GPT-style tokenizers. It works offline (no tokenizer files); it errs high on plain prose,
-    low on dense code or non-Latin scripts, and is marked as an estimate wherever it is charged.
-    """
-    return sum(-(-len(text) // 4) for text in texts if text)
