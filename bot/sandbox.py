@@ -40,7 +40,7 @@ from bot.errors import SandboxError
 from discord_emulator import Emulator, EmulatorConfig, User
 from discord_emulator.persist import WorldFile
 from discord_emulator.web import PageConfig, serve_page
-from jobs.transport import ID_PATTERN, Process, Settings, State, UnknownJob
+from jobs.transport import Process, Settings, State, UnknownJob, read_id
 
 GUILD_NAME = "Errand Sandbox"
 VIEWERS = ("alice", "bob", "operator")
@@ -222,7 +222,7 @@ def page_config(world: SandboxWorld, jobs: PageJobs) -> PageConfig:
         viewers=[u.id for u in world.viewers],
         title=GUILD_NAME,
         jobs=jobs,
-        job_id_pattern=ID_PATTERN.pattern.removeprefix("^").removesuffix("$"),
+        job_id_pattern=read_id.pattern,
     )
 
 

@@ -13,15 +13,7 @@ from typing import Any
 from aiohttp import web
 
 from dashboard.shared import STATES, Context, ListQuery, bad_input, refusal, render
-from jobs.transport import (
-    ID_PATTERN,
-    JobStatus,
-    Outbox,
-    Queries,
-    State,
-    UnknownJob,
-    normalize_id,
-)
+from jobs.transport import JobStatus, Outbox, Queries, State, UnknownJob, read_id
 
 PAGE = 50
 COUNT_CAP = 10_000
@@ -141,10 +133,10 @@ def _when(value: Any) -> datetime:
 
 def job_id_of(request: web.Request) -> str:
     """The job id in the path, as people type it. Raises a 400 (bad_input)."""
-    public_id = normalize_id(request.match_info["job"])
-    if not ID_PATTERN.fullmatch(public_id):
-        raise bad_input(f"{public_id[:20]!r} is not a job id")
-    return public_id
+    try:
+        return read_id(request.match_info["job"])
+    except UnknownJob as exc:
+        raise bad_input(f"{exc.job_id[:20]!r} is not a job id") from None
 
 
 async def one_job(request: web.Request, ctx: Context) -> web.Response:

@@ -1,8 +1,9 @@
 """The transport door: what a transport such as ``bot/`` uses of the engine, and nothing else.
 
 - The job and its rows: the store (submit, cancel, resolve, status, an operator's search and
-  actions), its views, the search's filter, states and actors, ids as people type them, and the
-  refusals a caller maps to messages.
+  actions), its views, the search's filter, states and actors, ids as people type them
+  (:data:`read_id`: text that is no id is an unknown job), and the refusals a caller maps to
+  messages.
 - What a person types for a job (:data:`TASK_FIELDS`, :func:`parse_params`, :func:`when`), read
   the same as the CLI reads it.
 - The outbox of notices a transport delivers.
@@ -24,8 +25,7 @@ from jobs.lazy import exports
 
 if TYPE_CHECKING:
     from jobs.engine.db import UNAVAILABLE
-    from jobs.engine.ids import PATTERN as ID_PATTERN
-    from jobs.engine.ids import normalize as normalize_id
+    from jobs.engine.ids import read_id
     from jobs.engine.notices import Notice, Outbox
     from jobs.engine.queries import Queries
     from jobs.engine.state import Actor, State

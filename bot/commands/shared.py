@@ -20,15 +20,7 @@ from bot import authz
 from bot.queries import sql
 from bot.render import NO_PINGS, TRANSPORT
 from bot.settings import BotSettings
-from jobs.transport import (
-    ID_PATTERN,
-    JobStore,
-    JobView,
-    Outbox,
-    Registry,
-    UnknownJob,
-    normalize_id,
-)
+from jobs.transport import JobStore, JobView, Outbox, Registry, UnknownJob, read_id
 
 MAX_TASK = 1500
 MAX_PARAMS = 1000
@@ -120,11 +112,8 @@ async def visible(interaction: discord.Interaction[Any], raw: str | None) -> Job
         )
         if raw is None:
             return None
-    public_id = normalize_id(raw)
-    if not ID_PATTERN.match(public_id):
-        return None
     try:
-        job = await host.store.get(public_id)
+        job = await host.store.get(read_id(raw))  # text that is no id never reaches the store
     except UnknownJob:
         return None
     if job.origin.get("transport") != TRANSPORT or job.origin_group != group_of(interaction):

@@ -9,11 +9,15 @@ import re
 import secrets
 import socket
 
+from jobs.errors import UnknownJob
+
 # Lowercase letters and digits without the look-alikes 0/o, 1/l/i: nothing Discord's markdown
 # changes, nothing a user mistypes when copying by eye.
 ALPHABET = "23456789abcdefghjkmnpqrstuvwxyz"
 LENGTH = 8  # 31**8 ~ 8.5e11 ids; collisions are retried against the unique index anyway.
-PATTERN = re.compile(rf"^[{ALPHABET}]{{{LENGTH}}}$")
+SHAPE = rf"[{ALPHABET}]{{{LENGTH}}}"
+"""What a public id looks like, as a regular expression without anchors."""
+PATTERN = re.compile(rf"^{SHAPE}$")
 
 
 # Ids: one random byte per character. The first 248 byte values (8 x 31) map evenly onto
@@ -45,6 +49,33 @@ def new_public_id() -> str:
 def normalize(text: str) -> str:
     """Lower-case and strip a typed id; users paste ids with spaces, backticks and caps."""
     return text.strip().strip("`").strip().lower()
+
+
+class IdReader:
+    """Reads a job's public id as people type it (:data:`read_id`, the transports' one way)."""
+
+    pattern = SHAPE
+    """What an id looks like, as a regular expression without anchors (a page that links the
+    ids in a text finds them with it)."""
+
+    def __call__(self, text: str) -> str:
+        """The public id ``text`` names, as :func:`normalize` reads it (spaces, backticks and
+        capitals forgiven).
+
+        Raises:
+            UnknownJob: ``text`` cannot be an id, so no job has it; its ``job_id`` is the text
+                as read, for a caller that says so.
+        """
+        public_id = normalize(text)
+        if not PATTERN.fullmatch(public_id):
+            raise UnknownJob(public_id)
+        return public_id
+
+
+read_id = IdReader()
+"""A typed job id, read: ``read_id(" `AB3DEF7K` ")`` is ``"ab3def7k"``, and text that is no id
+raises :class:`~jobs.errors.UnknownJob` before anything asks the database; ``read_id.pattern``
+is what an id looks like."""
 
 
 def incarnation() -> str:
