@@ -4,7 +4,8 @@ in one root app.
 The bot's own commands (``sandbox``, ``run``, ``bot``, listed in ``--help`` in that order) live
 in :data:`bot_app`, the dashboard's (``dashboard``) in ``dashboard.cli``; ``build_cli`` (the
 engine's) puts them before the engine's commands, side by side at the top level: ``errand bot``,
-``errand dashboard``, ``errand worker``. The engine's app is never changed.
+``errand dashboard``, ``errand worker``, and :func:`main` runs the result. The engine's app is
+never changed.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Annotated, Any
 import typer
 
 from dashboard.cli import dashboard_app
-from jobs.transport import build_cli, run_cli
+from jobs.transport import build_cli
 
 bot_app = typer.Typer(add_completion=False)
 """The Discord transport's commands."""
@@ -117,18 +118,14 @@ def bot_command(
     _serve(with_worker=False, bot_settings=_bot_settings(shards, shard_ids, shard_count))
 
 
-def build_app() -> typer.Typer:
-    """The root app of ``errand``: the bot's commands, then the engine's."""
-    return build_cli(
-        bot_app,
-        dashboard_app,
-        help="Errand: a Discord bot with durable jobs. Try it with [bold]errand sandbox[/bold].",
-    )
-
-
-app = build_app()
+app = build_cli(
+    bot_app,
+    dashboard_app,
+    help="Errand: a Discord bot with durable jobs. Try it with [bold]errand sandbox[/bold].",
+)
+"""The root app of ``errand``: the bot's commands, then the engine's."""
 
 
 def main() -> None:
     """Run the ``errand`` CLI."""
-    run_cli(app, fast_exit=True)
+    app.run(fast_exit=True)

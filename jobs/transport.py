@@ -8,8 +8,8 @@
   the same as the CLI reads it.
 - The outbox of notices a transport delivers.
 - The process: :class:`Process` assembles a long-running process (engine, worker, health, the
-  transport's parts, the exit path) from settings; :func:`build_cli` and :func:`run_cli` make
-  and run a console script with the engine's commands beside the transport's.
+  transport's parts, the exit path) from settings; :func:`build_cli` makes a console script with
+  the engine's commands beside the transport's, which its ``run()`` runs.
 - The few shared mechanisms: logging, secrets, backoff and the one list of outage errors, the
   metrics registry, named SQL, and the process's traces (:data:`tracing`, off without the otel
   extra).
@@ -34,7 +34,6 @@ if TYPE_CHECKING:
     from jobs.errors import NotAllowed, UnknownJob
     from jobs.logs import get_logger
     from jobs.ops.cli import build_cli
-    from jobs.ops.cli import run as run_cli
     from jobs.ops.metrics import REGISTRY as METRICS
     from jobs.ops.process import Process
     from jobs.params import TASK_FIELDS, parse_params

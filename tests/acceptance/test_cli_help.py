@@ -121,12 +121,12 @@ async def test_status_shows_the_task_progress_and_the_result_or_the_reason(
 # its line is written only as the process ends.
 _ONE_LINE_CLI = """
 import typer
-from jobs.transport import run_cli
+from jobs.transport import build_cli
 app = typer.Typer()
 @app.command()
 def hello() -> None:
     print("hello")
-run_cli(app, fast_exit=True)
+build_cli(app, help="One line.").run(fast_exit=True)
 """
 
 
@@ -138,7 +138,7 @@ def _one_line(**popen: object) -> tuple[int, str]:
 
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
     done = subprocess.run(  # type: ignore[call-overload]
-        [sys.executable, "-c", _ONE_LINE_CLI],
+        [sys.executable, "-c", _ONE_LINE_CLI, "hello"],
         env=env,
         cwd=ROOT,
         stderr=subprocess.PIPE,

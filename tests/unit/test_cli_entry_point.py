@@ -29,13 +29,13 @@ def test_errand_has_the_engine_commands_and_the_bot_commands_side_by_side() -> N
     assert _commands(app) == engine | {"bot", "run", "sandbox", "dashboard"}
 
 
-def test_run_cli_ends_through_system_exit_unless_an_entry_point_asks_for_the_fast_exit(
+def test_a_console_script_ends_through_system_exit_unless_an_entry_point_asks_for_the_fast_exit(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """``jobs.run_cli`` is public: a caller composing its own entry point keeps its cleanup
-    (``finally``, ``pytest.raises``); only ``fast_exit=True`` (``errand``'s own ``main``) ends
-    the process without the interpreter's teardown."""
-    from jobs.transport import run_cli
+    """``build_cli`` is public: a caller composing its own entry point runs it and keeps its
+    cleanup (``finally``, ``pytest.raises``); only ``run(fast_exit=True)`` (``errand``'s own
+    ``main``) ends the process without the interpreter's teardown."""
+    from jobs.transport import build_cli
 
     app = typer.Typer()
 
@@ -43,8 +43,8 @@ def test_run_cli_ends_through_system_exit_unless_an_entry_point_asks_for_the_fas
     def hello() -> None:
         typer.echo("hello")
 
-    monkeypatch.setattr("sys.argv", ["hello"])
+    monkeypatch.setattr("sys.argv", ["mine", "hello"])
     with pytest.raises(SystemExit) as ended:
-        run_cli(app)
+        build_cli(app, help="Mine.").run()
     assert ended.value.code == 0
     assert capsys.readouterr().out == "hello\n"

@@ -2,8 +2,8 @@
 ``errand schedule ...``, ``errand outbox ...``, ``errand migrate`` and ``errand prune``, a module
 per command group (``job.py``, ``kind.py``, ``schedule.py``, ``outbox.py``; the top-level
 commands here), with their help (``help.py``), their text (``render.py``) and what
-they share (``shared.py``). :func:`build_cli` puts a transport's commands beside them, and
-:func:`run` runs a CLI app.
+they share (``shared.py``). :func:`build_cli` makes a console script of them with a
+transport's commands beside them, and its :meth:`~jobs.ops.cli.shared.Cli.run` runs it.
 
 Start-up is part of what a user waits for: this package imports only typer, asyncpg and light
 engine modules; each command imports what it uses (``job status`` never loads the kinds, the
@@ -24,14 +24,14 @@ from jobs.ops.cli.kind import kind_app
 from jobs.ops.cli.outbox import outbox_app
 from jobs.ops.cli.render import status_text
 from jobs.ops.cli.schedule import schedule_app
-from jobs.ops.cli.shared import JsonOpt, checked, emit, fail, run, text_arg, with_engine
+from jobs.ops.cli.shared import Cli, JsonOpt, checked, emit, fail, text_arg, with_engine
 
 if TYPE_CHECKING:
     from jobs.ops.app import Engine
 
-__all__ = ["app", "build_cli", "main", "run", "status_text"]
+__all__ = ["Cli", "app", "build_cli", "main", "status_text"]
 
-app = typer.Typer(
+app = Cli(
     cls=Group,
     no_args_is_help=True,
     add_completion=False,
@@ -100,15 +100,16 @@ def prune(
     emit(done.to_json(), as_json, f"{verb} {done.jobs} job(s)")
 
 
-def build_cli(*transports: typer.Typer, help: str) -> typer.Typer:
-    """The root app of a console script: each transport's commands, then the engine's, side by
-    side at the top level (``errand bot``, ``errand worker``), in reading order, with ``help``.
+def build_cli(*transports: typer.Typer, help: str) -> Cli:
+    """A console script: each transport's commands, then the engine's, side by side at the top
+    level (``errand bot``, ``errand worker``), in reading order, with ``help``; its
+    :meth:`~Cli.run` runs the command line (an entry point's ``main``: ``run(fast_exit=True)``).
 
     The apps are added as they are: the engine's own :data:`app` never changes. A transport
     command that names no class of its own gets :class:`~jobs.ops.cli.help.Command`, so its
     help says what to type in words too.
     """
-    root = typer.Typer(
+    root = Cli(
         cls=Group, no_args_is_help=True, add_completion=False, rich_markup_mode="rich", help=help
     )
     for transport in transports:
@@ -122,4 +123,4 @@ def build_cli(*transports: typer.Typer, help: str) -> typer.Typer:
 
 def main() -> None:
     """Entry point of the engine-only CLI."""
-    run(app, fast_exit=True)
+    app.run(fast_exit=True)

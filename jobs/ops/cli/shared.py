@@ -1,6 +1,6 @@
 """What every ``errand`` command shares: one-line errors and their exit codes, the bounds of what
-a person types, the engine a one-shot command runs against, the answer it prints, and the runner
-of the whole CLI (:func:`run`).
+a person types, the engine a one-shot command runs against, the answer it prints, and the console
+script that runs them all (:class:`Cli`).
 
 Bad input (unknown id, bad params, an illegal transition) exits with code 2 and one line on
 stderr, and changes nothing; a database that cannot be reached, or refuses, exits with code 1.
@@ -132,37 +132,40 @@ def emit(obj: dict[str, Any], as_json: bool, text: str) -> None:
     typer.echo(scrub(out, patterns=False))
 
 
-def run(application: typer.Typer, *, fast_exit: bool = False) -> NoReturn:
-    """Run a CLI app; a usage error (bad option, missing argument) is one line and exit 2, and
-    so is an :class:`~jobs.errors.ErrandError` a command raises (a bad token, options that do
-    not fit together): its message is written for the person.
+class Cli(typer.Typer):
+    """A console script: a typer app that :meth:`run` runs as Errand's commands run."""
 
-    ``fast_exit``: end the process through :func:`~jobs.exits.exit_now` (an entry point's own
-    ``main``); otherwise through ``SystemExit``, so a caller's cleanup and ``pytest.raises``
-    still work.
-    """
-    from typer.exceptions import TyperException
+    def run(self, *, fast_exit: bool = False) -> NoReturn:
+        """Run the command line; a usage error (bad option, missing argument) is one line and
+        exit 2, and so is an :class:`~jobs.errors.ErrandError` a command raises (a bad token,
+        options that do not fit together): its message is written for the person.
 
-    from jobs.exits import exit_now
+        ``fast_exit``: end the process through :func:`~jobs.exits.exit_now` (an entry point's
+        own ``main``); otherwise through ``SystemExit``, so a caller's cleanup and
+        ``pytest.raises`` still work.
+        """
+        from typer.exceptions import TyperException
 
-    def end(code: int) -> NoReturn:
-        if fast_exit:
-            exit_now(code)
-        sys.exit(code)
+        from jobs.exits import exit_now
 
-    try:
-        code = application(standalone_mode=False)
-    except TyperException as exc:  # typer's (vendored click's) usage and parameter errors
-        message = " ".join(exc.format_message().split())
-        if message:  # empty when the help was shown (no arguments at all)
-            typer.echo(f"error: {message} (see --help)", err=True)
-        end(exc.exit_code or 2)
-    except (KeyboardInterrupt, typer.Abort):
-        sys.exit(130)
-    except Exception as exc:  # never a traceback: one line, and the log has the details
-        if isinstance(exc, ErrandError) and not isinstance(exc, DatabaseUnavailable):
-            typer.echo(f"error: {one_line(exc)}", err=True)
-            end(2)
-        typer.echo(f"error: internal error: {type(exc).__name__}: {one_line(exc)}", err=True)
-        end(1)
-    end(code if isinstance(code, int) else 0)
+        def end(code: int) -> NoReturn:
+            if fast_exit:
+                exit_now(code)
+            sys.exit(code)
+
+        try:
+            code = self(standalone_mode=False)
+        except TyperException as exc:  # typer's (vendored click's) usage and parameter errors
+            message = " ".join(exc.format_message().split())
+            if message:  # empty when the help was shown (no arguments at all)
+                typer.echo(f"error: {message} (see --help)", err=True)
+            end(exc.exit_code or 2)
+        except (KeyboardInterrupt, typer.Abort):
+            sys.exit(130)
+        except Exception as exc:  # never a traceback: one line, and the log has the details
+            if isinstance(exc, ErrandError) and not isinstance(exc, DatabaseUnavailable):
+                typer.echo(f"error: {one_line(exc)}", err=True)
+                end(2)
+            typer.echo(f"error: internal error: {type(exc).__name__}: {one_line(exc)}", err=True)
+            end(1)
+        end(code if isinstance(code, int) else 0)
