@@ -17,7 +17,8 @@ from jobs.limits import InvalidInput
 
 TASK_FIELDS = ("prompt", "task", "text")
 """The parameters a free-text task fills, in order of preference: ``/summon task:...`` fills the
-first one the kind has, and ``errand job status`` shows the first one set as the job's task."""
+first one the kind has (its :attr:`~jobs.runtime.registry.Kind.task_field`), and ``errand job
+status`` shows the first one set as the job's task."""
 
 
 def parse_params(pairs: Iterable[str], *, name: str = "--param") -> dict[str, Any]:

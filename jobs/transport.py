@@ -4,8 +4,9 @@
   actions), its views, the search's filter, states and actors, ids as people type them
   (:data:`read_id`: text that is no id is an unknown job), and the refusals a caller maps to
   messages.
-- What a person types for a job (:data:`TASK_FIELDS`, :func:`parse_params`, :func:`when`), read
-  the same as the CLI reads it.
+- What a person types for a job (:func:`parse_params`, :func:`when`), read the same as the CLI
+  reads it; which parameter a free-text task fills is the kind's to say
+  (``registry.get(kind).task_field``).
 - The outbox of notices a transport delivers.
 - The process: :class:`Process` assembles a long-running process (engine, worker, health, the
   transport's parts, the exit path) from settings; :func:`build_cli` makes a console script with
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
     from jobs.ops.cli import build_cli
     from jobs.ops.metrics import REGISTRY as METRICS
     from jobs.ops.process import Process
-    from jobs.params import TASK_FIELDS, parse_params
+    from jobs.params import parse_params
     from jobs.retry import backoff
     from jobs.runtime.registry import Registry
     from jobs.secrets import register as register_secret

@@ -29,7 +29,7 @@ from bot.queries import sql
 from bot.render import NO_PINGS, TRANSPORT
 from bot.settings import agent_configured
 from jobs import ErrandError
-from jobs.transport import TASK_FIELDS, Registry, get_logger, parse_params, tracing
+from jobs.transport import Registry, get_logger, parse_params, tracing
 from jobs.transport import when as parse_when
 
 log = get_logger("bot.commands")
@@ -141,9 +141,8 @@ async def summon(
     if foreign and owner is not None:  # params meant for another kind, e.g. demo's steps
         await reply(interaction, render.params_of_another_kind(kind_name, foreign, owner))
         return
-    field = next((f for f in TASK_FIELDS if f in spec.params.model_fields), None)
-    if field is not None:
-        values.setdefault(field, task)
+    if spec.task_field is not None:
+        values.setdefault(spec.task_field, task)
     channel = interaction.channel
     channel_type = channel.type.value if channel is not None else 0
     origin = {
@@ -257,12 +256,12 @@ async def param_choices(
     kind = getattr(interaction.namespace, "kind", None) or host.settings.resolved_default_kind()
     if kind not in host.registry:
         return []
-    fields = host.registry.get(kind).params.model_fields
+    spec = host.registry.get(kind)
     head, _, last = current.rpartition(" ")
     given = {p.partition("=")[0] for p in current.split()}
     out = []
-    for name, info in fields.items():
-        if name in TASK_FIELDS or (name in given and not current.endswith(name)):
+    for name, info in spec.params.model_fields.items():
+        if name == spec.task_field or (name in given and not current.endswith(name)):
             continue
         if last and not name.startswith(last.partition("=")[0]):
             continue

@@ -19,6 +19,7 @@ from pydantic_core import ErrorDetails
 
 from jobs.engine.store import KindSpec
 from jobs.errors import InvalidParams, UnknownKind
+from jobs.params import TASK_FIELDS
 from jobs.runtime.budget import Budget
 from jobs.runtime.context import Context
 
@@ -39,6 +40,12 @@ class Kind(KindSpec):
     description: str = ""
     # Default bounds of this kind; they tighten the global ones (settings), never loosen them.
     budget: Budget | None = None
+
+    @property
+    def task_field(self) -> str | None:
+        """The parameter a free-text task fills (a transport's ``/summon task:...``): the first
+        of :data:`~jobs.params.TASK_FIELDS` this kind's parameters have, or None."""
+        return next((f for f in TASK_FIELDS if f in self.params.model_fields), None)
 
     def validate(self, raw: dict[str, Any]) -> dict[str, Any]:
         """Validated, normalized parameters as JSON-able data.
