@@ -89,11 +89,14 @@ def _serve(with_worker: bool, bot_settings: Any, *, dashboard: bool = False) -> 
     from bot.run import serve
 
     parts = {}
+    secrets = []
     if dashboard:
         from dashboard.run import checked_settings, dashboard_part
 
-        parts["dashboard"] = dashboard_part(checked_settings())
-    raise typer.Exit(serve(bot_settings, with_worker=with_worker, parts=parts))
+        settings = checked_settings()
+        parts["dashboard"] = dashboard_part(settings)
+        secrets.append(settings.token)  # masked by the process, as `errand dashboard` does
+    raise typer.Exit(serve(bot_settings, with_worker=with_worker, parts=parts, secrets=secrets))
 
 
 @bot_app.command("run")

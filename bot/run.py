@@ -13,17 +13,18 @@ token itself is never printed or logged.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 
 import discord
 import discord.gateway
 import discord.http
 import yarl
+from pydantic import SecretStr
 
 from bot.client import ErrandBot
 from bot.errors import BadToken, CannotStart
 from bot.settings import BotSettings
-from jobs.transport import Process, register_secret
+from jobs.transport import Process
 
 
 def point_discord_at(api_base: str | None, gateway_url: str | None) -> None:
@@ -42,7 +43,6 @@ def token_of(bot_settings: BotSettings) -> str:
             "portal and set DISCORD_TOKEN"
         )
     token = bot_settings.token.get_secret_value().strip()
-    register_secret(token)  # masked by value in every text Errand writes from now on
     if any(c.isspace() for c in token):
         raise BadToken("DISCORD_TOKEN is not a valid token (it contains spaces)")
     return token
@@ -73,9 +73,10 @@ def serve(
     *,
     with_worker: bool,
     parts: dict[str, Callable[[Process], Awaitable[None]]] | None = None,
+    secrets: Iterable[str | SecretStr | None] = (),
 ) -> int:
-    """Run the bot (and a worker, and other ``parts``: the dashboard) until SIGTERM/SIGINT;
-    the exit code.
+    """Run the bot (and a worker, and other ``parts``: the dashboard, with its ``secrets``)
+    until SIGTERM/SIGINT; the exit code.
 
     Raises:
         BadToken: the token is missing or refused.
@@ -83,7 +84,9 @@ def serve(
     """
     token = token_of(bot_settings)  # before anything starts: a missing token is said at once
     process = Process(
-        worker=with_worker, parts={"bot": bot_part(bot_settings, token), **(parts or {})}
+        worker=with_worker,
+        parts={"bot": bot_part(bot_settings, token), **(parts or {})},
+        secrets=[token, *secrets],  # masked by value in every text the process writes
     )
     try:
         return process.run()

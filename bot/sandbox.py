@@ -257,8 +257,8 @@ async def running_emulator(
         await emu.stop()
 
 
-def sandbox_bot(emu: Emulator) -> Callable[[Process], Awaitable[None]]:
-    """Errand's bot, as a part of the sandbox's process, logged in to ``emu``."""
+def sandbox_bot(emu: Emulator) -> tuple[Callable[[Process], Awaitable[None]], str]:
+    """Errand's bot, as a part of the sandbox's process, logged in to ``emu``, and its token."""
     from bot.run import bot_part, token_of
     from bot.settings import BotSettings
 
@@ -273,7 +273,8 @@ def sandbox_bot(emu: Emulator) -> Callable[[Process], Awaitable[None]]:
         gateway_url=emu.gateway_url,
         guild_ready_timeout=0.1,
     )
-    return bot_part(bot_settings, token_of(bot_settings))
+    token = token_of(bot_settings)
+    return bot_part(bot_settings, token), token
 
 
 def sandbox_page(emu: Emulator, jobs: PageJobs) -> Callable[[Process], Awaitable[None]]:
@@ -296,7 +297,9 @@ async def run_sandbox(process: Process, host: str = "127.0.0.1", port: int = 876
     the process stops; the exit code."""
     jobs = PageJobs()
     async with running_emulator(process.settings.data_dir, host, port, jobs) as emu:
-        process.parts = {"bot": sandbox_bot(emu), "page": sandbox_page(emu, jobs)}
+        bot, token = sandbox_bot(emu)
+        process.parts = {"bot": bot, "page": sandbox_page(emu, jobs)}
+        process.secrets.append(token)  # the local Discord's token, masked as a real one is
         return await process.serve()
 
 

@@ -19,7 +19,7 @@ from dashboard.app import build_app
 from dashboard.errors import CannotServe
 from dashboard.live import Live
 from dashboard.settings import DashboardSettings
-from jobs.transport import Process, get_logger, register_secret
+from jobs.transport import Process, get_logger
 
 log = get_logger("dashboard")
 
@@ -45,8 +45,6 @@ def checked_settings(host: str | None = None, port: int | None = None) -> Dashbo
     problem = settings.login_problem()
     if problem is not None:
         raise CannotServe(f"the dashboard does not start: {problem}")
-    if settings.token is not None:
-        register_secret(settings.token.get_secret_value())  # masked wherever it turns up
     return settings
 
 
@@ -74,7 +72,9 @@ def dashboard_part(settings: DashboardSettings) -> Callable[[Process], Awaitable
 
 def serve(settings: DashboardSettings) -> int:
     """``errand dashboard``: the dashboard in a process of its own, until SIGTERM/SIGINT."""
-    process = Process(parts={"dashboard": dashboard_part(settings)})
+    # The token is masked by value wherever it turns up (a process that runs the dashboard
+    # beside the bot is given it the same way, bot/cli.py).
+    process = Process(parts={"dashboard": dashboard_part(settings)}, secrets=[settings.token])
     try:
         return process.run()
     except OSError as exc:  # the port is taken, or PostgreSQL is unreachable: one line

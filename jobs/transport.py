@@ -9,11 +9,12 @@
   (``registry.get(kind).task_field``).
 - The outbox of notices a transport delivers.
 - The process: :class:`Process` assembles a long-running process (engine, worker, health, the
-  transport's parts, the exit path) from settings; :func:`build_cli` makes a console script with
-  the engine's commands beside the transport's, which its ``run()`` runs.
-- The few shared mechanisms: logging, secrets, backoff and the one list of outage errors, the
-  metrics registry, named SQL, and the process's traces (:data:`tracing`, off without the otel
-  extra).
+  transport's parts and the secrets it masks, the exit path) from settings; :func:`build_cli`
+  makes a console script with the engine's commands beside the transport's, which its ``run()``
+  runs.
+- The few shared mechanisms: logging, masking secrets in text, backoff and the one list of outage
+  errors, the metrics registry, named SQL, and the process's traces (:data:`tracing`, off without
+  the otel extra).
 
 Kind authors use :mod:`jobs` instead. Names load on first use (:mod:`jobs.lazy`).
 """
@@ -40,7 +41,6 @@ if TYPE_CHECKING:
     from jobs.params import parse_params
     from jobs.retry import backoff
     from jobs.runtime.registry import Registry
-    from jobs.secrets import register as register_secret
     from jobs.secrets import scrub
     from jobs.settings import Settings
     from jobs.traces import tracing

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import asyncpg
@@ -32,10 +32,13 @@ from jobs.runtime.budget import Budget
 from jobs.runtime.shutdown import EXIT_WITHIN_SECONDS
 from jobs.runtime.ticker import run_ticker
 from jobs.runtime.worker import Worker
+from jobs.secrets import register
 from jobs.tasks import supervise
 from jobs.traces import tracing
 
 if TYPE_CHECKING:
+    from pydantic import SecretStr
+
     from jobs.ops.health import Check, HealthServer
 
 log = get_logger("process")
@@ -68,6 +71,8 @@ class Process:
         parts: the transport's parts, by name (the bot).
         announce: told of each stopping signal (``True`` for the second), e.g. to print it.
         quiet: log warnings only (a terminal the person reads, as in the sandbox).
+        secrets: the transport's own secrets (its tokens), masked by value in everything the
+            process writes, like the engine's (:mod:`jobs.secrets`).
     """
 
     def __init__(
@@ -77,11 +82,16 @@ class Process:
         parts: Mapping[str, Part] | None = None,
         announce: Callable[[bool], None] | None = None,
         quiet: bool = False,
+        secrets: Iterable[str | SecretStr | None] = (),
     ) -> None:
         self.settings = load_settings(quiet=quiet)
         """Read from the environment; a command may adjust them before the process serves."""
         self.with_worker = worker
         self.parts = dict(parts or {})
+        self.secrets = list(secrets)
+        """Registered as the process starts serving, before the engine opens or any part
+        starts: nothing of the process has written a line that could hold one by then (a part
+        made once the process exists, as the sandbox's bot, adds its token here first)."""
         self.announce = announce
         self.name = incarnation()
         """This process's name in the fleet (host:pid:random), its worker's too."""
@@ -121,6 +131,7 @@ class Process:
         Raises:
             The error of a part or the worker that failed, after the rest stopped.
         """
+        register(*self.secrets)  # masked by value in every text the process writes from now on
         self.stop, self.hard = stop_on_signals(self.announce)
         settings = self.settings
         # Spans over OTLP when the environment asks for them (the otel extra; else nothing).

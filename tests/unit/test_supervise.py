@@ -1,5 +1,5 @@
-"""supervise(): a process's tasks run until it is told to stop or one of them ends; and the
-process name every lease holder uses."""
+"""supervise(): a process's tasks run until it is told to stop or one of them ends; the
+process name every lease holder uses; and the transport's secrets a process masks."""
 
 from __future__ import annotations
 
@@ -57,3 +57,29 @@ def test_a_process_name_is_host_pid_and_a_fresh_random_part() -> None:
     assert re.match(pattern, first)
     assert re.match(pattern, second)
     assert first != second
+
+
+async def test_a_process_masks_the_secrets_it_is_given_before_it_starts_anything(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A transport hands its tokens to its Process (``secrets=``, or ``process.secrets`` for a
+    part made later, as the sandbox's bot): they are masked by value from the moment it starts
+    serving, before signals, the engine or any part."""
+    from jobs.ops import process as module
+    from jobs.secrets import scrub
+    from jobs.settings import Settings
+
+    token, later = "Yq7-process-token-of-no-shape", "Wp3-added-later-token-of-no-shape"
+    monkeypatch.setattr(module, "load_settings", lambda quiet=False: Settings())
+    seen: list[str] = []
+
+    def first_step(announce: object) -> None:
+        seen.append(scrub(f"{token} {later}", patterns=False))
+        raise RuntimeError("stopped before anything started")
+
+    monkeypatch.setattr(module, "stop_on_signals", first_step)
+    process = module.Process(secrets=[token, None])
+    process.secrets.append(later)
+    with pytest.raises(RuntimeError, match="stopped before"):
+        await process.serve()
+    assert seen == ["*** ***"]
