@@ -257,11 +257,12 @@ async def param_choices(
     if kind not in host.registry:
         return []
     spec = host.registry.get(kind)
+    task_field = spec.task_field  # derived from the kind's fields: once, not per field
     head, _, last = current.rpartition(" ")
     given = {p.partition("=")[0] for p in current.split()}
     out = []
     for name, info in spec.params.model_fields.items():
-        if name == spec.task_field or (name in given and not current.endswith(name)):
+        if name == task_field or (name in given and not current.endswith(name)):
             continue
         if last and not name.startswith(last.partition("=")[0]):
             continue

@@ -56,6 +56,16 @@ async def apply_through(conn: asyncpg.Connection, version: int) -> list[str]:
     return names
 
 
+async def origin_columns_of(conn: asyncpg.Connection, *public_ids: str) -> list[tuple[object, ...]]:
+    """(public id, transport, partition) of these jobs, in public id order."""
+    rows = await conn.fetch(
+        "SELECT public_id, transport, partition FROM job WHERE public_id = ANY($1::text[])"
+        " ORDER BY public_id",
+        list(public_ids),
+    )
+    return [tuple(r) for r in rows]
+
+
 async def test_outbox_rows_become_the_notices_of_their_events(server_dsn: str) -> None:
     """Migrating 0009 on a database with outbox rows keeps every notice's delivery state: the
     pending one stays due when it was, the delivered one keeps its message id, the dead one its
@@ -274,11 +284,10 @@ async def test_origin_columns_are_backfilled_and_the_binding_keeps_only_what_del
             "INSERT INTO job (public_id, kind, requester, origin) VALUES ('new', 'k', 'r',"
             ' \'{"transport": "discord", "partition": 8}\')'
         )
-        changed = await conn.fetch(
-            "SELECT public_id, transport, partition FROM job WHERE public_id IN ('dm', 'new')"
-            " ORDER BY public_id"
-        )
-        assert [tuple(r) for r in changed] == [("dm", "discord", 12), ("new", "discord", 8)]
+        assert await origin_columns_of(conn, "dm", "new") == [
+            ("dm", "discord", 12),
+            ("new", "discord", 8),
+        ]
     finally:
         await conn.close()
 
@@ -335,11 +344,10 @@ async def test_origin_columns_keep_their_values_and_are_written_once(server_dsn:
             "INSERT INTO job (public_id, kind, requester, origin, transport, partition)"
             " VALUES ('new', 'k', 'r', '{\"transport\": \"t\"}', 't', 0)"
         )
-        made = await conn.fetch(
-            "SELECT public_id, transport, partition FROM job WHERE public_id IN ('old', 'new')"
-            " ORDER BY public_id"
-        )
-        assert [tuple(r) for r in made] == [("new", "t", 0), ("old", "discord", 8)]
+        assert await origin_columns_of(conn, "old", "new") == [
+            ("new", "t", 0),
+            ("old", "discord", 8),
+        ]
     finally:
         await conn.close()
 
